@@ -1,0 +1,10 @@
+//! The operator's controllers, the clients of the external systems they talk to, and the `manager` that runs
+//! them.
+//!
+//! Each controller lives in its own module and plugs into the manager through [`registry`]. Clients of external
+//! systems (Keycloak, Keystone, Rancher) are separate modules so controllers can share them.
+
+pub mod cli;
+pub mod logging;
+pub mod manager;
+pub mod registry;

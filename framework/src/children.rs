@@ -1,0 +1,309 @@
+//! Applying and pruning the objects a reconcile produces.
+//!
+//! A [`ChildSet`] collects every child of one reconcile: each is applied by server-side apply under the
+//! controller's field manager (with `force`, since these fields are ours), labelled with the standard labels,
+//! and owned by the parent through a controller ownerReference when they share a namespace. After applying,
+//! [`ChildSet::prune`] deletes labelled children of a kind that this pass did not apply, so turning a feature
+//! off removes what it made. Children in other namespaces (cluster-shared gateways) are found by label and
+//! an owner annotation, since ownerReferences cannot cross namespaces. Children are namespaced kinds.
+//!
+//! An apply is skipped when the live child already carries the same desired content (recorded as a hash
+//! annotation) and still matches it, so a no-op reconcile writes nothing.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt::Debug;
+
+use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use kube::{Client, Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::names;
+
+/// `app.kubernetes.io/managed-by`: which operator made the object.
+pub const LABEL_MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+/// `app.kubernetes.io/name`: what kind of thing the object is part of.
+pub const LABEL_NAME: &str = "app.kubernetes.io/name";
+/// `app.kubernetes.io/instance`: which parent object it belongs to.
+pub const LABEL_INSTANCE: &str = "app.kubernetes.io/instance";
+
+/// Where a [`ChildSet`] writes its bookkeeping annotations, and who it says it is.
+#[derive(Clone, Debug)]
+pub struct ChildConfig {
+    /// The SSA field manager of this controller (stable across releases).
+    pub field_manager: String,
+    /// The value of `app.kubernetes.io/managed-by`.
+    pub managed_by: String,
+    /// Annotation naming the owner of a child (`<group>/<kind>/<namespace>/<name>`), e.g. `example.com/owner`.
+    pub owner_annotation: String,
+    /// Annotation holding the hash of the last applied content, e.g. `example.com/applied-hash`.
+    pub hash_annotation: String,
+}
+
+/// Errors while applying or pruning children.
+#[derive(Debug, thiserror::Error)]
+pub enum ChildError {
+    /// The Kubernetes API refused or failed the request.
+    #[error("{verb} {kind} {name}: {source}")]
+    Api {
+        /// apply, delete or list.
+        verb: &'static str,
+        /// The child's kind.
+        kind: String,
+        /// The child's name (or `*` for lists).
+        name: String,
+        /// The API error.
+        #[source]
+        source: kube::Error,
+    },
+    /// The child could not be serialized (a bug in a builder).
+    #[error("cannot serialize {kind} {name}: {source}")]
+    Serialize {
+        /// The child's kind.
+        kind: String,
+        /// The child's name.
+        name: String,
+        /// The serde error.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+impl ChildError {
+    /// The underlying Kubernetes error, if any.
+    pub fn kube_error(&self) -> Option<&kube::Error> {
+        match self {
+            ChildError::Api { source, .. } => Some(source),
+            ChildError::Serialize { .. } => None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+struct ChildKey {
+    api_version: String,
+    kind: String,
+    namespace: Option<String>,
+    name: String,
+}
+
+/// The children of one parent object, applied during one reconcile.
+pub struct ChildSet {
+    client: Client,
+    config: ChildConfig,
+    owner_ref: OwnerReference,
+    owner_namespace: Option<String>,
+    owner_id: String,
+    labels: BTreeMap<String, String>,
+    applied: HashSet<ChildKey>,
+    writes: usize,
+}
+
+/// An API handle for `T` in `namespace`, or across all namespaces.
+fn api_in<T: Resource<DynamicType = (), Scope = NamespaceResourceScope>>(
+    client: &Client,
+    namespace: Option<&str>,
+) -> Api<T> {
+    match namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    }
+}
+
+impl ChildSet {
+    /// Starts a set for `owner`, labelling children `name=<component>` and `instance=<owner name>`.
+    pub fn new<K>(client: Client, config: ChildConfig, owner: &K, component: &str) -> Option<Self>
+    where
+        K: Resource<DynamicType = ()>,
+    {
+        let owner_ref = owner.controller_owner_ref(&())?;
+        let owner_namespace = owner.namespace();
+        let owner_id = format!(
+            "{}/{}/{}/{}",
+            K::group(&()),
+            K::kind(&()),
+            owner_namespace.as_deref().unwrap_or(""),
+            owner.name_any()
+        );
+        let labels = BTreeMap::from([
+            (LABEL_MANAGED_BY.to_string(), names::label_value(&config.managed_by)),
+            (LABEL_NAME.to_string(), names::label_value(component)),
+            (LABEL_INSTANCE.to_string(), names::label_value(&owner.name_any())),
+        ]);
+        Some(Self { client, config, owner_ref, owner_namespace, owner_id, labels, applied: HashSet::new(), writes: 0 })
+    }
+
+    /// The standard labels every child gets (for selectors in builders and tests).
+    pub fn labels(&self) -> &BTreeMap<String, String> {
+        &self.labels
+    }
+
+    /// How many API writes (applies and deletes) this set made so far.
+    pub fn writes(&self) -> usize {
+        self.writes
+    }
+
+    /// Applies `child` (namespace defaults to the owner's) and records it as wanted in this pass.
+    pub async fn apply<T>(&mut self, mut child: T) -> Result<T, ChildError>
+    where
+        T: Resource<DynamicType = (), Scope = NamespaceResourceScope> + Clone + Serialize + DeserializeOwned + Debug,
+    {
+        let kind = T::kind(&()).to_string();
+        let name = child.name_any();
+        if child.meta().namespace.is_none() && self.owner_namespace.is_some() {
+            child.meta_mut().namespace = self.owner_namespace.clone();
+        }
+        let namespace = child.namespace();
+        self.decorate(&mut child);
+        let desired = serde_json::to_value(&child)
+            .map_err(|source| ChildError::Serialize { kind: kind.clone(), name: name.clone(), source })?;
+        let hash = content_hash(&desired);
+        child.annotations_mut().insert(self.config.hash_annotation.clone(), hash.clone());
+        let api: Api<T> = api_in(&self.client, namespace.as_deref());
+        self.applied.insert(ChildKey {
+            api_version: T::api_version(&()).to_string(),
+            kind: kind.clone(),
+            namespace: namespace.clone(),
+            name: name.clone(),
+        });
+
+        let live = api
+            .get_opt(&name)
+            .await
+            .map_err(|source| ChildError::Api { verb: "get", kind: kind.clone(), name: name.clone(), source })?;
+        if let Some(live) = live {
+            let live_value = serde_json::to_value(&live)
+                .map_err(|source| ChildError::Serialize { kind: kind.clone(), name: name.clone(), source })?;
+            let recorded = live.annotations().get(&self.config.hash_annotation);
+            if recorded == Some(&hash) && is_subset(&desired, &live_value) {
+                return Ok(live);
+            }
+        }
+        let params = PatchParams::apply(&self.config.field_manager).force();
+        let applied = api
+            .patch(&name, &params, &Patch::Apply(&child))
+            .await
+            .map_err(|source| ChildError::Api { verb: "apply", kind, name, source })?;
+        self.writes += 1;
+        Ok(applied)
+    }
+
+    /// Deletes children of kind `T` in `namespace` (or all namespaces when `None`) that belong to this owner but
+    /// were not applied in this pass. Returns the names deleted.
+    pub async fn prune<T>(&mut self, namespace: Option<&str>) -> Result<Vec<String>, ChildError>
+    where
+        T: Resource<DynamicType = (), Scope = NamespaceResourceScope> + Clone + DeserializeOwned + Debug,
+    {
+        let kind = T::kind(&()).to_string();
+        let api: Api<T> = api_in(&self.client, namespace);
+        let selector = format!(
+            "{}={},{}={}",
+            LABEL_MANAGED_BY, self.labels[LABEL_MANAGED_BY], LABEL_INSTANCE, self.labels[LABEL_INSTANCE]
+        );
+        let existing = api
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .map_err(|source| ChildError::Api { verb: "list", kind: kind.clone(), name: "*".into(), source })?;
+        let mut deleted = Vec::new();
+        for item in existing {
+            if !self.owns(&item) || item.meta().deletion_timestamp.is_some() {
+                continue;
+            }
+            let key = ChildKey {
+                api_version: T::api_version(&()).to_string(),
+                kind: kind.clone(),
+                namespace: item.namespace(),
+                name: item.name_any(),
+            };
+            if self.applied.contains(&key) {
+                continue;
+            }
+            let item_api: Api<T> = api_in(&self.client, item.namespace().as_deref());
+            match item_api.delete(&key.name, &DeleteParams::background()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(status)) if status.code == 404 => {}
+                Err(source) => return Err(ChildError::Api { verb: "delete", kind, name: key.name, source }),
+            }
+            self.writes += 1;
+            deleted.push(key.name);
+        }
+        Ok(deleted)
+    }
+
+    /// Whether `item` belongs to this set's owner: by controller ownerReference, or by owner annotation.
+    fn owns<T: Resource>(&self, item: &T) -> bool {
+        let by_ref = item.owner_references().iter().any(|r| r.uid == self.owner_ref.uid);
+        let by_annotation = item.annotations().get(&self.config.owner_annotation) == Some(&self.owner_id);
+        by_ref || by_annotation
+    }
+
+    fn decorate<T: Resource>(&self, child: &mut T) {
+        let labels = child.labels_mut();
+        for (k, v) in &self.labels {
+            labels.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+        child.annotations_mut().insert(self.config.owner_annotation.clone(), self.owner_id.clone());
+        let same_namespace = child.meta().namespace == self.owner_namespace;
+        if same_namespace && self.owner_namespace.is_some() {
+            let refs = child.meta_mut().owner_references.get_or_insert_with(Vec::new);
+            if !refs.iter().any(|r| r.uid == self.owner_ref.uid) {
+                refs.push(self.owner_ref.clone());
+            }
+        }
+    }
+}
+
+/// A stable hash of desired content, used to tell whether a child needs re-applying.
+pub fn content_hash(value: &Value) -> String {
+    // serde_json maps are ordered (BTreeMap) unless `preserve_order` is enabled, so this is canonical.
+    names::short_hash(&value.to_string())
+}
+
+/// Whether every field set in `desired` has the same value in `live` (objects compared key by key, arrays and
+/// scalars exactly). Fields only in `live` (defaults, other managers' fields, status) are ignored.
+pub fn is_subset(desired: &Value, live: &Value) -> bool {
+    match (desired, live) {
+        (Value::Object(d), Value::Object(l)) => d.iter().all(|(k, dv)| match l.get(k) {
+            Some(lv) => is_subset(dv, lv),
+            None => dv.is_null() || dv.as_object().is_some_and(|o| o.is_empty()) || dv.as_array().is_some_and(|a| a.is_empty()),
+        }),
+        (Value::Array(d), Value::Array(l)) => d.len() == l.len() && d.iter().zip(l).all(|(dv, lv)| is_subset(dv, lv)),
+        _ => desired == live,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn subset_ignores_extra_live_fields() {
+        let desired = json!({"spec": {"a": 1, "list": [{"x": 1}]}});
+        let live = json!({"spec": {"a": 1, "b": 2, "list": [{"x": 1, "default": true}]}, "status": {}});
+        assert!(is_subset(&desired, &live));
+    }
+
+    #[test]
+    fn subset_detects_changed_values_and_list_lengths() {
+        assert!(!is_subset(&json!({"spec": {"a": 1}}), &json!({"spec": {"a": 2}})));
+        assert!(!is_subset(&json!({"l": [1, 2]}), &json!({"l": [1]})));
+        assert!(!is_subset(&json!({"spec": {"a": 1}}), &json!({"spec": {}})));
+    }
+
+    #[test]
+    fn subset_treats_absent_and_empty_alike() {
+        assert!(is_subset(&json!({"metadata": {"labels": {}}}), &json!({"metadata": {}})));
+    }
+
+    #[test]
+    fn content_hash_is_stable_and_sensitive() {
+        let a = json!({"b": 1, "a": [1, 2]});
+        let b = json!({"a": [1, 2], "b": 1});
+        assert_eq!(content_hash(&a), content_hash(&b));
+        assert_ne!(content_hash(&a), content_hash(&json!({"a": [2, 1], "b": 1})));
+    }
+}

@@ -1,0 +1,413 @@
+//! The one way controllers talk to external systems (Keycloak, Keystone, Rancher).
+//!
+//! [`ExternalApi`] gives every request a timeout, retries idempotent requests on transient failures with
+//! jittered backoff, records `external_api_*` metrics, and turns failures into [`HttpError`]s whose text is safe
+//! for conditions and events: no URLs with credentials, no tokens, no response bodies. [`TokenCache`] keeps one
+//! bearer token per credential until shortly before it expires.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use rand::Rng;
+use reqwest::{Method, RequestBuilder, Response, StatusCode};
+use secrecy::{ExposeSecret, SecretString};
+use tokio::sync::Mutex;
+
+use crate::backoff::BackoffPolicy;
+use crate::metrics::Metrics;
+use crate::sanitize;
+
+/// Timeouts and retry budget of one external API.
+#[derive(Clone, Debug)]
+pub struct HttpSettings {
+    /// Time allowed to establish a connection.
+    pub connect_timeout: Duration,
+    /// Time allowed for a whole request, response body included.
+    pub request_timeout: Duration,
+    /// Extra attempts for idempotent requests after a transient failure.
+    pub retries: u32,
+    /// Delay schedule between attempts.
+    pub backoff: BackoffPolicy,
+}
+
+impl Default for HttpSettings {
+    fn default() -> Self {
+        Self {
+            connect_timeout: Duration::from_secs(5),
+            request_timeout: Duration::from_secs(30),
+            retries: 2,
+            backoff: BackoffPolicy { base: Duration::from_millis(200), max: Duration::from_secs(2) },
+        }
+    }
+}
+
+/// A failed request to an external system, worded so it can be shown to namespace users.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpError {
+    /// The system did not answer in time.
+    #[error("{api} {operation}: request timed out")]
+    Timeout {
+        /// Which system.
+        api: &'static str,
+        /// What we were doing.
+        operation: &'static str,
+    },
+    /// No connection could be made (refused, DNS, TLS).
+    #[error("{api} {operation}: {api} is unreachable ({detail})")]
+    Unreachable {
+        /// Which system.
+        api: &'static str,
+        /// What we were doing.
+        operation: &'static str,
+        /// A sanitized cause.
+        detail: String,
+    },
+    /// The system answered with an error status.
+    #[error("{api} {operation}: HTTP {status}{}", summary.as_deref().map(|s| format!(": {s}")).unwrap_or_default())]
+    Status {
+        /// Which system.
+        api: &'static str,
+        /// What we were doing.
+        operation: &'static str,
+        /// The HTTP status.
+        status: StatusCode,
+        /// A sanitized, short explanation extracted by the client from a known error field (never a raw body).
+        summary: Option<String>,
+    },
+    /// The answer could not be understood.
+    #[error("{api} {operation}: unexpected response ({detail})")]
+    Decode {
+        /// Which system.
+        api: &'static str,
+        /// What we were doing.
+        operation: &'static str,
+        /// A sanitized cause.
+        detail: String,
+    },
+    /// The client could not be built (bad TLS settings).
+    #[error("{api}: cannot build HTTP client ({detail})")]
+    Setup {
+        /// Which system.
+        api: &'static str,
+        /// A sanitized cause.
+        detail: String,
+    },
+}
+
+impl HttpError {
+    /// Whether retrying later may succeed (outage, overload) as opposed to a request the server refuses.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            HttpError::Timeout { .. } | HttpError::Unreachable { .. } => true,
+            HttpError::Status { status, .. } => is_transient_status(*status),
+            HttpError::Decode { .. } | HttpError::Setup { .. } => false,
+        }
+    }
+
+    /// The HTTP status, when the server answered.
+    pub fn status(&self) -> Option<StatusCode> {
+        match self {
+            HttpError::Status { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+}
+
+fn is_transient_status(status: StatusCode) -> bool {
+    matches!(
+        status,
+        StatusCode::TOO_MANY_REQUESTS
+            | StatusCode::BAD_GATEWAY
+            | StatusCode::SERVICE_UNAVAILABLE
+            | StatusCode::GATEWAY_TIMEOUT
+    )
+}
+
+/// Whether a request may be sent twice without changing the outcome.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Idempotency {
+    /// GET, PUT, DELETE and creates made idempotent by the caller (client-chosen ids or names): retried.
+    Idempotent,
+    /// Everything else: sent once.
+    Once,
+}
+
+impl Idempotency {
+    /// The default for an HTTP method.
+    pub fn of(method: &Method) -> Self {
+        if matches!(*method, Method::GET | Method::HEAD | Method::PUT | Method::DELETE | Method::OPTIONS) {
+            Idempotency::Idempotent
+        } else {
+            Idempotency::Once
+        }
+    }
+}
+
+/// A shared HTTP client for one external system.
+#[derive(Clone)]
+pub struct ExternalApi {
+    api: &'static str,
+    client: reqwest::Client,
+    settings: HttpSettings,
+    metrics: Option<Metrics>,
+}
+
+impl ExternalApi {
+    /// Builds the client for the system named `api` (used in messages and as the metric label).
+    pub fn new(api: &'static str, settings: HttpSettings, metrics: Option<Metrics>) -> Result<Self, HttpError> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(settings.connect_timeout)
+            .timeout(settings.request_timeout)
+            .user_agent(concat!("platform-operator/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| HttpError::Setup { api, detail: sanitize::sanitize(&e.to_string()) })?;
+        Ok(Self { api, client, settings, metrics })
+    }
+
+    /// The system's name.
+    pub fn api(&self) -> &'static str {
+        self.api
+    }
+
+    /// The underlying client, for building requests.
+    pub fn client(&self) -> &reqwest::Client {
+        &self.client
+    }
+
+    /// Sends a request, retrying transient failures when `idempotency` allows, and returns the response when its
+    /// status is a success. Error statuses become [`HttpError::Status`] with `summary` produced by `explain`
+    /// from the response body (pass a function that extracts the system's error field; its output is sanitized).
+    pub async fn send(
+        &self,
+        operation: &'static str,
+        idempotency: Idempotency,
+        request: RequestBuilder,
+        explain: fn(&[u8]) -> Option<String>,
+    ) -> Result<Response, HttpError> {
+        let attempts = match idempotency {
+            Idempotency::Idempotent => self.settings.retries + 1,
+            Idempotency::Once => 1,
+        };
+        let mut last_error = None;
+        for attempt in 1..=attempts {
+            let Some(this_try) = request.try_clone() else {
+                // Streaming bodies cannot be cloned: send once.
+                return self.send_once(operation, request, explain).await;
+            };
+            match self.send_once(operation, this_try, explain).await {
+                Ok(response) => return Ok(response),
+                Err(error) if error.is_transient() && attempt < attempts => {
+                    let delay = self.settings.backoff.delay(attempt, &mut rand::rng());
+                    tracing::debug!(api = self.api, operation, attempt, ?delay, %error, "retrying external request");
+                    tokio::time::sleep(delay).await;
+                    last_error = Some(error);
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        Err(last_error.unwrap_or(HttpError::Timeout { api: self.api, operation }))
+    }
+
+    async fn send_once(
+        &self,
+        operation: &'static str,
+        request: RequestBuilder,
+        explain: fn(&[u8]) -> Option<String>,
+    ) -> Result<Response, HttpError> {
+        let started = Instant::now();
+        let result = request.send().await;
+        let elapsed = started.elapsed();
+        let code = match &result {
+            Ok(response) => response.status().as_u16().to_string(),
+            Err(_) => "error".to_string(),
+        };
+        if let Some(metrics) = &self.metrics {
+            metrics.observe_external_request(self.api, operation, &code, elapsed);
+        }
+        let response = result.map_err(|e| self.transport_error(operation, &e))?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(response);
+        }
+        let body = response.bytes().await.unwrap_or_default();
+        tracing::debug!(
+            api = self.api,
+            operation,
+            status = status.as_u16(),
+            body = %sanitize::sanitize(&String::from_utf8_lossy(&body)),
+            "external request failed"
+        );
+        let summary = explain(&body).map(|s| sanitize::sanitize(&s));
+        Err(HttpError::Status { api: self.api, operation, status, summary })
+    }
+
+    fn transport_error(&self, operation: &'static str, error: &reqwest::Error) -> HttpError {
+        if error.is_timeout() {
+            return HttpError::Timeout { api: self.api, operation };
+        }
+        if error.is_connect() || error.is_request() {
+            let detail = if error.is_connect() { "connection failed" } else { "request failed" };
+            return HttpError::Unreachable { api: self.api, operation, detail: detail.to_string() };
+        }
+        HttpError::Decode { api: self.api, operation, detail: sanitize::sanitize(&error.to_string()) }
+    }
+
+    /// Reads a JSON body, mapping malformed answers to [`HttpError::Decode`].
+    pub async fn json<T: serde::de::DeserializeOwned>(
+        &self,
+        operation: &'static str,
+        response: Response,
+    ) -> Result<T, HttpError> {
+        let bytes = response.bytes().await.map_err(|e| self.transport_error(operation, &e))?;
+        serde_json::from_slice(&bytes).map_err(|e| HttpError::Decode {
+            api: self.api,
+            operation,
+            detail: format!("invalid JSON at line {} column {}", e.line(), e.column()),
+        })
+    }
+}
+
+/// A bearer token held until shortly before it expires.
+struct CachedToken {
+    token: SecretString,
+    fingerprint: String,
+    expires_at: Instant,
+}
+
+/// Caches one bearer token per external system, keyed by a fingerprint of the credentials that minted it so a
+/// rotated password or a changed URL forces a new login.
+pub struct TokenCache {
+    slot: Mutex<Option<CachedToken>>,
+    refresh_before_expiry: Duration,
+}
+
+impl Default for TokenCache {
+    fn default() -> Self {
+        Self::new(Duration::from_secs(10))
+    }
+}
+
+impl TokenCache {
+    /// A cache that refreshes tokens `refresh_before_expiry` before they expire.
+    pub fn new(refresh_before_expiry: Duration) -> Self {
+        Self { slot: Mutex::new(None), refresh_before_expiry }
+    }
+
+    /// Returns the cached token for `fingerprint` or logs in with `fetch`, which yields the token and its lifetime.
+    ///
+    /// Concurrent callers wait for one login instead of each logging in.
+    pub async fn get_or_fetch<F, Fut, E>(&self, fingerprint: &str, fetch: F) -> Result<SecretString, E>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<(SecretString, Duration), E>>,
+    {
+        let mut slot = self.slot.lock().await;
+        if let Some(cached) = slot.as_ref()
+            && cached.fingerprint == fingerprint
+            && Instant::now() + self.refresh_before_expiry < cached.expires_at
+        {
+            return Ok(cached.token.clone());
+        }
+        let (token, lifetime) = fetch().await?;
+        *slot = Some(CachedToken {
+            token: token.clone(),
+            fingerprint: fingerprint.to_string(),
+            expires_at: Instant::now() + lifetime,
+        });
+        Ok(token)
+    }
+
+    /// Drops the cached token (after the server rejected it with 401).
+    pub async fn invalidate(&self) {
+        *self.slot.lock().await = None;
+    }
+}
+
+/// A fingerprint of credentials for [`TokenCache`] keys: a hash, so the cache never holds the secret twice.
+pub fn credential_fingerprint(parts: &[&str]) -> String {
+    crate::names::short_hash(&parts.join("\u{0}"))
+}
+
+/// Exposes a secret for building a request header; kept in one place so secret use is easy to audit.
+pub fn bearer(token: &SecretString) -> String {
+    format!("Bearer {}", token.expose_secret())
+}
+
+/// A tiny random jitter helper for callers that schedule polls (resyncs) themselves.
+pub fn jittered(base: Duration, fraction: f64) -> Duration {
+    let spread = base.as_secs_f64() * fraction.clamp(0.0, 1.0);
+    let offset = rand::rng().random_range(-spread..=spread);
+    Duration::from_secs_f64((base.as_secs_f64() + offset).max(0.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[tokio::test]
+    async fn token_cache_reuses_until_expiry_and_refreshes_on_new_credentials() {
+        let cache = TokenCache::new(Duration::from_secs(1));
+        let logins = AtomicUsize::new(0);
+        let login = || async {
+            logins.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, std::convert::Infallible>((SecretString::from("t"), Duration::from_secs(60)))
+        };
+        cache.get_or_fetch("a", login).await.expect("login");
+        cache.get_or_fetch("a", login).await.expect("cached");
+        assert_eq!(logins.load(Ordering::SeqCst), 1, "second call must use the cache");
+        cache.get_or_fetch("b", login).await.expect("new credentials");
+        assert_eq!(logins.load(Ordering::SeqCst), 2, "changed credentials must log in again");
+        cache.invalidate().await;
+        cache.get_or_fetch("b", login).await.expect("after invalidate");
+        assert_eq!(logins.load(Ordering::SeqCst), 3);
+    }
+
+    #[tokio::test]
+    async fn token_cache_refreshes_tokens_about_to_expire() {
+        let cache = TokenCache::new(Duration::from_secs(30));
+        let logins = AtomicUsize::new(0);
+        let login = || async {
+            logins.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, std::convert::Infallible>((SecretString::from("t"), Duration::from_secs(20)))
+        };
+        cache.get_or_fetch("a", login).await.expect("login");
+        cache.get_or_fetch("a", login).await.expect("login again");
+        assert_eq!(logins.load(Ordering::SeqCst), 2, "a token inside the refresh margin is not reused");
+    }
+
+    #[test]
+    fn status_errors_never_include_bodies_and_classify_transience() {
+        let e = HttpError::Status {
+            api: "keycloak",
+            operation: "create client",
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            summary: None,
+        };
+        assert!(e.is_transient());
+        assert_eq!(e.to_string(), "keycloak create client: HTTP 503 Service Unavailable");
+        let e = HttpError::Status {
+            api: "keycloak",
+            operation: "create client",
+            status: StatusCode::CONFLICT,
+            summary: Some("Client exists".into()),
+        };
+        assert!(!e.is_transient());
+        assert_eq!(e.to_string(), "keycloak create client: HTTP 409 Conflict: Client exists");
+    }
+
+    #[test]
+    fn idempotency_follows_the_method() {
+        assert_eq!(Idempotency::of(&Method::GET), Idempotency::Idempotent);
+        assert_eq!(Idempotency::of(&Method::DELETE), Idempotency::Idempotent);
+        assert_eq!(Idempotency::of(&Method::POST), Idempotency::Once);
+    }
+
+    #[test]
+    fn jitter_stays_within_its_fraction() {
+        for _ in 0..100 {
+            let d = jittered(Duration::from_secs(100), 0.1);
+            assert!(d >= Duration::from_secs(90) && d <= Duration::from_secs(110));
+        }
+    }
+}

@@ -1,0 +1,28 @@
+//! The generic reconcile framework every controller of this operator runs on.
+//!
+//! It holds mechanisms, never policy: how to run a reconciler ([`runner`]), guard external cleanup
+//! ([`finalizer`]), keep conditions ([`conditions`]) and write status only when it changed ([`status`]), apply
+//! and prune children ([`children`]), publish events without repeats ([`events`]), derive valid names
+//! ([`names`]), call external systems safely ([`http`], [`sanitize`]), and expose metrics, probes and leader
+//! election ([`metrics`], [`admin`], [`leader`]). It knows no CRD of ours.
+
+pub mod admin;
+pub mod backoff;
+pub mod children;
+pub mod clock;
+pub mod conditions;
+pub mod error;
+pub mod events;
+pub mod finalizer;
+pub mod http;
+pub mod kube_client;
+pub mod leader;
+pub mod metrics;
+pub mod names;
+pub mod runner;
+pub mod sanitize;
+pub mod shutdown;
+pub mod status;
+
+pub use error::{ErrorCategory, ReconcileError};
+pub use runner::{Context, Outcome, Reconciler};

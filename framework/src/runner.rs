@@ -1,0 +1,478 @@
+//! Runs one reconciler on `kube_runtime::Controller` with the operator's policies.
+//!
+//! A controller module implements [`Reconciler`]: which watches drive it, what to do when an object changes
+//! (`reconcile`) and when it goes away (`cleanup`). The runner supplies everything else, identically for every
+//! controller: the finalizer lifecycle (add before side effects, clean up, remove last), per-object exponential
+//! backoff with jitter after errors, requeue only when the reconciler asks for it, panics caught and counted,
+//! controller-runtime metrics, readiness once the caches are synced, and a graceful stop that lets in-flight
+//! reconciles finish.
+
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use jiff::Timestamp;
+use futures::{FutureExt, StreamExt};
+use k8s_openapi::NamespaceResourceScope;
+use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::watcher;
+use kube::{Api, Client, Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use crate::backoff::BackoffPolicy;
+use crate::error::{ErrorCategory, ReconcileError};
+use crate::events::EventPublisher;
+use crate::finalizer::{self, FinalizerSpec};
+use crate::metrics::{ControllerMetrics, Metrics, ReconcileResult};
+
+/// What a successful reconcile asks for next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Nothing until a watched object changes.
+    Done,
+    /// Run again after this delay even if nothing changes (a rotation time, a pending dependency).
+    RequeueAfter(Duration),
+}
+
+impl Outcome {
+    /// Requeue at a wall-clock time (immediately if it has passed).
+    pub fn requeue_at(when: Timestamp, now: Timestamp) -> Self {
+        let delay = Duration::try_from(when.duration_since(now)).unwrap_or(Duration::ZERO);
+        Outcome::RequeueAfter(delay)
+    }
+
+    /// The earlier of two requests (Done is the latest of all).
+    pub fn sooner(self, other: Outcome) -> Outcome {
+        match (self, other) {
+            (Outcome::Done, o) | (o, Outcome::Done) => o,
+            (Outcome::RequeueAfter(a), Outcome::RequeueAfter(b)) => Outcome::RequeueAfter(a.min(b)),
+        }
+    }
+}
+
+/// Where a controller instance watches: one namespace, or all of them.
+#[derive(Clone)]
+pub struct Scope {
+    client: Client,
+    namespace: Option<String>,
+}
+
+impl Scope {
+    /// The namespace watched, or `None` for all namespaces.
+    pub fn namespace(&self) -> Option<&str> {
+        self.namespace.as_deref()
+    }
+
+    /// An API handle for a namespaced kind in this scope.
+    pub fn api<T>(&self) -> Api<T>
+    where
+        T: Resource<DynamicType = (), Scope = NamespaceResourceScope>,
+    {
+        match &self.namespace {
+            Some(ns) => Api::namespaced(self.client.clone(), ns),
+            None => Api::all(self.client.clone()),
+        }
+    }
+
+    /// The client, for cluster-scoped kinds or other namespaces.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+}
+
+/// Shared services handed to every reconcile of one controller.
+pub struct Context {
+    /// Kubernetes client.
+    pub client: Client,
+    /// Event publisher (repeats suppressed).
+    pub events: EventPublisher,
+    /// This controller's metrics.
+    pub metrics: ControllerMetrics,
+    /// The server-side-apply field manager of this controller.
+    pub field_manager: String,
+}
+
+/// Implemented by each controller.
+pub trait Reconciler: Send + Sync + 'static {
+    /// The kind this controller reconciles.
+    type Resource: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + Serialize
+        + Debug
+        + Send
+        + Sync
+        + 'static;
+    /// The controller's error type.
+    type Error: ReconcileError;
+
+    /// The controller's name: metrics label, event reporter, field manager suffix, `--controllers` value.
+    fn name(&self) -> &'static str;
+
+    /// The finalizer guarding external cleanup, if the controller has any.
+    fn finalizer(&self) -> Option<FinalizerSpec> {
+        None
+    }
+
+    /// Adds watches on owned and related kinds to `controller` for this scope.
+    fn watches(&self, controller: Controller<Self::Resource>, _scope: &Scope) -> Controller<Self::Resource> {
+        controller
+    }
+
+    /// Brings the world in line with `obj` (never called while `obj` is being deleted).
+    fn reconcile(
+        &self,
+        obj: Arc<Self::Resource>,
+        ctx: &Context,
+    ) -> impl Future<Output = Result<Outcome, Self::Error>> + Send;
+
+    /// Undoes external side effects before `obj` disappears; the finalizer is removed when this succeeds.
+    fn cleanup(&self, _obj: Arc<Self::Resource>, _ctx: &Context) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        async { Ok(()) }
+    }
+}
+
+/// Runner-level failures around a reconcile.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError<E: ReconcileError> {
+    /// The reconciler failed.
+    #[error(transparent)]
+    Reconcile(E),
+    /// Adding or removing the finalizer failed.
+    #[error("updating finalizers: {0}")]
+    Finalizer(#[source] kube::Error),
+    /// The reconcile panicked; the message is the panic payload.
+    #[error("reconcile panicked: {0}")]
+    Panicked(String),
+}
+
+impl<E: ReconcileError> RunError<E> {
+    /// The error category, for metrics and backoff.
+    pub fn category(&self) -> ErrorCategory {
+        match self {
+            RunError::Reconcile(e) => e.category(),
+            RunError::Finalizer(_) => ErrorCategory::Transient,
+            RunError::Panicked(_) => ErrorCategory::Internal,
+        }
+    }
+}
+
+/// Whether all controllers' caches have synced: what `/readyz` reports.
+#[derive(Clone, Default)]
+pub struct Readiness {
+    pending: Arc<AtomicUsize>,
+}
+
+impl Readiness {
+    /// Registers one cache that must sync before the process is ready.
+    fn register(&self) -> ReadinessGuard {
+        self.pending.fetch_add(1, Ordering::SeqCst);
+        ReadinessGuard { pending: self.pending.clone(), done: false }
+    }
+
+    /// True when every registered cache has synced.
+    pub fn is_ready(&self) -> bool {
+        self.pending.load(Ordering::SeqCst) == 0
+    }
+}
+
+struct ReadinessGuard {
+    pending: Arc<AtomicUsize>,
+    done: bool,
+}
+
+impl ReadinessGuard {
+    fn synced(mut self) {
+        self.done = true;
+        self.pending.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl Drop for ReadinessGuard {
+    fn drop(&mut self) {
+        // A controller that stops before syncing must not keep the process "not ready" forever if it restarts;
+        // but it must not count as synced either. Leaving the count raised is the honest answer.
+        if !self.done {
+            tracing::debug!("controller stopped before its cache synced");
+        }
+    }
+}
+
+/// Process-wide services the runner needs.
+#[derive(Clone)]
+pub struct Runtime {
+    /// Kubernetes client (instrumented).
+    pub client: Client,
+    /// The metrics registry.
+    pub metrics: Metrics,
+    /// Readiness of all controllers.
+    pub readiness: Readiness,
+    /// Cancelled once to stop every controller gracefully.
+    pub shutdown: CancellationToken,
+}
+
+/// How one controller runs.
+#[derive(Clone, Debug)]
+pub struct RunSettings {
+    /// Reconciles running at once (per watched namespace).
+    pub concurrency: u16,
+    /// Namespaces to watch; empty means all.
+    pub namespaces: Vec<String>,
+    /// Retry delays after errors.
+    pub backoff: BackoffPolicy,
+    /// Field manager for finalizer, status and child writes.
+    pub field_manager: String,
+}
+
+struct State<R: Reconciler> {
+    reconciler: Arc<R>,
+    context: Context,
+    finalizer: Option<FinalizerSpec>,
+    backoff: BackoffPolicy,
+    failures: Mutex<HashMap<ObjectRef<R::Resource>, u32>>,
+    in_flight: Mutex<HashMap<u64, Instant>>,
+    next_id: AtomicU64,
+}
+
+impl<R: Reconciler> State<R> {
+    fn track_start(&self) -> u64 {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut in_flight) = self.in_flight.lock() {
+            in_flight.insert(id, Instant::now());
+            self.context.metrics.in_flight(in_flight.values().map(|t| t.elapsed()));
+        }
+        id
+    }
+
+    fn track_end(&self, id: u64) {
+        if let Ok(mut in_flight) = self.in_flight.lock() {
+            in_flight.remove(&id);
+            self.context.metrics.in_flight(in_flight.values().map(|t| t.elapsed()));
+        }
+    }
+}
+
+/// Runs `reconciler` until `runtime.shutdown` is cancelled and in-flight reconciles have finished.
+///
+/// The caches it needs are registered with `runtime.readiness` before this returns, so `/readyz` cannot report
+/// ready between spawning the controller and its first poll.
+pub fn run<R: Reconciler>(reconciler: Arc<R>, runtime: Runtime, settings: RunSettings) -> impl Future<Output = ()> {
+    let scopes: Vec<Option<String>> = if settings.namespaces.is_empty() {
+        vec![None]
+    } else {
+        settings.namespaces.iter().cloned().map(Some).collect()
+    };
+    let guards: Vec<ReadinessGuard> = scopes.iter().map(|_| runtime.readiness.register()).collect();
+    run_scopes(reconciler, runtime, settings, scopes, guards)
+}
+
+async fn run_scopes<R: Reconciler>(
+    reconciler: Arc<R>,
+    runtime: Runtime,
+    settings: RunSettings,
+    scopes: Vec<Option<String>>,
+    guards: Vec<ReadinessGuard>,
+) {
+    let name = reconciler.name();
+    let state = Arc::new(State {
+        finalizer: reconciler.finalizer(),
+        reconciler: reconciler.clone(),
+        context: Context {
+            client: runtime.client.clone(),
+            events: EventPublisher::new(runtime.client.clone(), &settings.field_manager),
+            metrics: runtime.metrics.controller(name, settings.concurrency),
+            field_manager: settings.field_manager.clone(),
+        },
+        backoff: settings.backoff,
+        failures: Mutex::new(HashMap::new()),
+        in_flight: Mutex::new(HashMap::new()),
+        next_id: AtomicU64::new(0),
+    });
+    let instances = scopes.into_iter().zip(guards).map(|(namespace, guard)| {
+        let scope = Scope { client: runtime.client.clone(), namespace };
+        run_scope(state.clone(), scope, runtime.clone(), settings.concurrency, guard)
+    });
+    futures::future::join_all(instances).await;
+    tracing::info!(controller = name, "controller stopped");
+}
+
+async fn run_scope<R: Reconciler>(
+    state: Arc<State<R>>,
+    scope: Scope,
+    runtime: Runtime,
+    concurrency: u16,
+    guard: ReadinessGuard,
+) {
+    let name = state.reconciler.name();
+    let api: Api<R::Resource> = scope.api();
+    let controller = Controller::new(api, watcher::Config::default());
+    let controller = state
+        .reconciler
+        .watches(controller, &scope)
+        .with_config(ControllerConfig::default().concurrency(concurrency))
+        .graceful_shutdown_on(runtime.shutdown.clone().cancelled_owned());
+    let store = controller.store();
+    let namespace = scope.namespace().unwrap_or("*").to_string();
+    tokio::spawn(async move {
+        if store.wait_until_ready().await.is_ok() {
+            tracing::info!(controller = name, namespace, "cache synced");
+            guard.synced();
+        }
+    });
+    controller
+        .run(reconcile::<R>, error_policy::<R>, state)
+        .for_each(|result| async move {
+            if let Err(error) = result {
+                tracing::debug!(controller = name, %error, "reconcile loop event");
+            }
+        })
+        .await;
+}
+
+async fn reconcile<R: Reconciler>(obj: Arc<R::Resource>, state: Arc<State<R>>) -> Result<Action, RunError<R::Error>> {
+    let name = state.reconciler.name();
+    let key = ObjectRef::from_obj(obj.as_ref());
+    let id = state.track_start();
+    let span = tracing::info_span!(
+        "reconcile",
+        controller = name,
+        namespace = obj.namespace().unwrap_or_default(),
+        name = obj.name_any(),
+        reconcile_id = id,
+    );
+    let started = Instant::now();
+    state.context.metrics.reconcile_started();
+    let outcome = AssertUnwindSafe(run_phases(obj, &state)).catch_unwind().instrument(span.clone()).await;
+    state.track_end(id);
+    let elapsed = started.elapsed();
+    let result = match outcome {
+        Ok(result) => result,
+        Err(payload) => {
+            state.context.metrics.panicked();
+            let message = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_string());
+            Err(RunError::Panicked(message))
+        }
+    };
+    let _entered = span.enter();
+    match result {
+        Ok(outcome) => {
+            if let Ok(mut failures) = state.failures.lock() {
+                failures.remove(&key);
+            }
+            let (label, action) = match outcome {
+                Outcome::Done => (ReconcileResult::Success, Action::await_change()),
+                Outcome::RequeueAfter(d) => (ReconcileResult::RequeueAfter, Action::requeue(d)),
+            };
+            state.context.metrics.reconcile_finished(label, elapsed, false);
+            tracing::debug!(?elapsed, ?outcome, "reconciled");
+            Ok(action)
+        }
+        Err(error) => {
+            let category = error.category();
+            state.context.metrics.reconcile_finished(ReconcileResult::Error, elapsed, category.is_terminal());
+            match category {
+                ErrorCategory::Transient | ErrorCategory::Dependency => {
+                    tracing::info!(category = category.as_str(), %error, "reconcile failed")
+                }
+                ErrorCategory::Invalid | ErrorCategory::Internal => {
+                    tracing::warn!(category = category.as_str(), %error, "reconcile failed")
+                }
+            }
+            Err(error)
+        }
+    }
+}
+
+async fn run_phases<R: Reconciler>(obj: Arc<R::Resource>, state: &State<R>) -> Result<Outcome, RunError<R::Error>> {
+    let ctx = &state.context;
+    let Some(spec) = state.finalizer else {
+        if obj.meta().deletion_timestamp.is_some() {
+            return Ok(Outcome::Done);
+        }
+        return state.reconciler.reconcile(obj, ctx).await.map_err(RunError::Reconcile);
+    };
+    let api: Api<R::Resource> = match obj.namespace() {
+        Some(ns) => Api::namespaced(ctx.client.clone(), &ns),
+        None => Api::all(ctx.client.clone()),
+    };
+    if obj.meta().deletion_timestamp.is_some() {
+        if !spec.is_present(obj.as_ref()) {
+            return Ok(Outcome::Done);
+        }
+        state.reconciler.cleanup(obj.clone(), ctx).await.map_err(RunError::Reconcile)?;
+        finalizer::remove(&api, obj.as_ref(), &spec, &ctx.field_manager).await.map_err(RunError::Finalizer)?;
+        if let Some(uid) = obj.uid() {
+            ctx.events.forget(&uid);
+        }
+        tracing::info!("cleanup finished, finalizer removed");
+        return Ok(Outcome::Done);
+    }
+    if finalizer::ensure(&api, obj.as_ref(), &spec, &ctx.field_manager).await.map_err(RunError::Finalizer)? {
+        tracing::debug!(finalizer = spec.name, "finalizer added");
+    }
+    state.reconciler.reconcile(obj, ctx).await.map_err(RunError::Reconcile)
+}
+
+fn error_policy<R: Reconciler>(obj: Arc<R::Resource>, _error: &RunError<R::Error>, state: Arc<State<R>>) -> Action {
+    let key = ObjectRef::from_obj(obj.as_ref());
+    let failures = match state.failures.lock() {
+        Ok(mut map) => {
+            let count = map.entry(key).or_insert(0);
+            *count = count.saturating_add(1);
+            *count
+        }
+        Err(_) => 1,
+    };
+    Action::requeue(state.backoff.delay(failures, &mut rand::rng()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use jiff::SignedDuration;
+
+    #[test]
+    fn requeue_at_a_past_time_is_immediate() {
+        let now = Timestamp::from_second(1_000).expect("time");
+        let five = SignedDuration::from_secs(5);
+        assert_eq!(Outcome::requeue_at(now - five, now), Outcome::RequeueAfter(Duration::ZERO));
+        assert_eq!(
+            Outcome::requeue_at(now + five, now),
+            Outcome::RequeueAfter(Duration::from_secs(5))
+        );
+    }
+
+    #[test]
+    fn sooner_picks_the_earliest_request() {
+        let a = Outcome::RequeueAfter(Duration::from_secs(5));
+        let b = Outcome::RequeueAfter(Duration::from_secs(2));
+        assert_eq!(a.sooner(b), b);
+        assert_eq!(Outcome::Done.sooner(a), a);
+        assert_eq!(Outcome::Done.sooner(Outcome::Done), Outcome::Done);
+    }
+
+    #[test]
+    fn readiness_waits_for_every_cache() {
+        let readiness = Readiness::default();
+        assert!(readiness.is_ready());
+        let a = readiness.register();
+        let b = readiness.register();
+        assert!(!readiness.is_ready());
+        a.synced();
+        assert!(!readiness.is_ready());
+        b.synced();
+        assert!(readiness.is_ready());
+    }
+}

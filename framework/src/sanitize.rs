@@ -1,0 +1,133 @@
+//! Scrubbing of text that leaves the process through conditions, events and error messages.
+//!
+//! External systems echo credentials in odd places: URLs with userinfo, tokens in query strings, request bodies
+//! quoted in error responses. Everything that may end up where namespace users can read it goes through
+//! [`sanitize`] first; raw bodies never do.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+/// The placeholder that replaces anything secret.
+pub const REDACTED: &str = "[REDACTED]";
+/// Longest message kept; longer text is cut (conditions and events are for humans, not dumps).
+pub const MAX_MESSAGE_LEN: usize = 512;
+
+/// Key names whose values are always secret, in JSON, form or query syntax.
+const SECRET_KEYS: &str = r"(?:password|passwd|secret|client_secret|token|access_token|refresh_token|id_token|api[_-]?key|apikey|authorization|credential|private[_-]?key|session_state)";
+
+static URL_USERINFO: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@").expect("static regex is valid"));
+static AUTH_HEADER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{8,}").expect("static regex is valid")
+});
+static JSON_FIELD: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(&format!(r#"(?i)("[a-z_-]*{SECRET_KEYS}[a-z_-]*"\s*:\s*)"(?:[^"\\]|\\.)*""#))
+        .expect("static regex is valid")
+});
+static KEY_VALUE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(&format!(r"(?i)\b([a-z_-]*{SECRET_KEYS}[a-z_-]*=)[^\s&,;]+")).expect("static regex is valid")
+});
+static SECRET_HEADER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(x-auth-token|x-subject-token|authorization|proxy-authorization|cookie|set-cookie)(\s*:\s*)[^\s,;]+")
+        .expect("static regex is valid")
+});
+static LONG_OPAQUE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"[A-Za-z0-9_+/=.-]{40,}").expect("static regex is valid"));
+
+/// Removes credentials, tokens and secret-looking values from `text` and bounds its length.
+///
+/// Identifiers that are not secret (UUIDs, 32-hex Keystone ids, names) are kept so messages stay useful.
+pub fn sanitize(text: &str) -> String {
+    let text = URL_USERINFO.replace_all(text, "${1}");
+    let text = AUTH_HEADER.replace_all(&text, format!("${{1}} {REDACTED}"));
+    let text = SECRET_HEADER.replace_all(&text, format!("${{1}}${{2}}{REDACTED}"));
+    let text = JSON_FIELD.replace_all(&text, format!("${{1}}\"{REDACTED}\""));
+    let text = KEY_VALUE.replace_all(&text, format!("${{1}}{REDACTED}"));
+    let text = LONG_OPAQUE.replace_all(&text, REDACTED);
+    truncate(&text, MAX_MESSAGE_LEN)
+}
+
+/// Renders a URL for messages: scheme, host, port and path only (no userinfo, query or fragment).
+pub fn display_url(raw: &str) -> String {
+    match url::Url::parse(raw) {
+        Ok(url) => {
+            let host = url.host_str().unwrap_or("");
+            match url.port() {
+                Some(port) => format!("{}://{}:{}{}", url.scheme(), host, port, url.path()),
+                None => format!("{}://{}{}", url.scheme(), host, url.path()),
+            }
+        }
+        Err(_) => sanitize(raw),
+    }
+}
+
+fn truncate(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut cut = max;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}…", &text[..cut])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strips_userinfo_from_urls() {
+        let out = sanitize("GET https://admin:hunter2@keycloak.example.com/realms failed");
+        assert!(!out.contains("hunter2") && !out.contains("admin:"), "{out}");
+        assert!(out.contains("https://keycloak.example.com/realms"));
+    }
+
+    #[test]
+    fn strips_bearer_and_basic_credentials() {
+        let out = sanitize("sent Authorization: Bearer eyJhbGciOiJSUzI1NiJ9.abc.def and Basic dXNlcjpwYXNz");
+        assert!(!out.contains("eyJhbGci") && !out.contains("dXNlcjpwYXNz"), "{out}");
+    }
+
+    #[test]
+    fn strips_secret_json_fields_and_query_parameters() {
+        let out = sanitize(r#"{"client_secret":"s3cr3t-value","name":"app"} ?access_token=abc123&x=1 password=pw1"#);
+        assert!(!out.contains("s3cr3t-value"), "{out}");
+        assert!(!out.contains("abc123"), "{out}");
+        assert!(!out.contains("pw1"), "{out}");
+        assert!(out.contains(r#""name":"app""#), "non-secret fields stay: {out}");
+    }
+
+    #[test]
+    fn strips_long_opaque_strings_but_keeps_ids() {
+        let secret = "Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZmdoaWprbG1ub3BxcnN0dXZ3eHl6";
+        let id = "7b23dbac20bc4f048f937415c84bb329";
+        let uuid = "6f1c1f9e-8c1d-4b7f-9a0e-2b1d2c3d4e5f";
+        let out = sanitize(&format!("secret {secret} for credential-id {id} user {uuid}"));
+        assert!(!out.contains(secret), "{out}");
+        assert!(out.contains(id) && out.contains(uuid), "{out}");
+    }
+
+    #[test]
+    fn strips_token_headers_but_keeps_ordinary_words() {
+        let out = sanitize("X-Subject-Token: gAAAAABk-1 and status code: 500 creating application credential: denied");
+        assert!(!out.contains("gAAAAABk-1"), "{out}");
+        assert!(out.contains("status code: 500"), "{out}");
+        assert!(out.contains("application credential: denied"), "{out}");
+    }
+
+    #[test]
+    fn bounds_message_length() {
+        let out = sanitize(&"word ".repeat(500));
+        assert!(out.len() <= MAX_MESSAGE_LEN + '…'.len_utf8());
+    }
+
+    #[test]
+    fn display_url_drops_credentials_and_query() {
+        assert_eq!(
+            display_url("https://u:p@kc.example.com:8443/admin/realms?token=x#frag"),
+            "https://kc.example.com:8443/admin/realms"
+        );
+    }
+}
