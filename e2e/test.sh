@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Runs every check CI runs, on a fresh Debian machine or a developer's: installs what is missing, then
+# formatting, lints, all tests (unit, integration, end-to-end against the emulated control plane and the real
+# Keystone/Prometheus/kubectl), the generated-manifest check and the kustomize build.
+#
+# Usage: e2e/test.sh            (from the repository root; CI's .ci/run calls exactly this)
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+tools="$root/target/tools"
+mkdir -p "$tools"
+
+step() { printf '\n==> %s\n' "$*"; }
+need_root_for_apt() {
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "error: $1 is missing and installing it needs root (apt-get install $2); install it and re-run" >&2
+    exit 1
+  fi
+}
+
+step "prerequisites"
+command -v cargo >/dev/null || { echo "error: cargo not found; install Rust with rustup" >&2; exit 1; }
+if ! cargo nextest --version >/dev/null 2>&1; then
+  echo "cargo-nextest missing: installing it from crates.io"
+  cargo install --locked cargo-nextest
+fi
+command -v kubectl >/dev/null || { echo "error: kubectl not found; the end-to-end tests drive the emulator with it (install kubectl 1.32)" >&2; exit 1; }
+if ! command -v promtool >/dev/null; then
+  need_root_for_apt promtool prometheus
+  echo "promtool missing: installing Debian's prometheus package"
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+fi
+if [ ! -x "$tools/python-venv/bin/python" ] || ! "$tools/python-venv/bin/python" -c 'import kubernetes' 2>/dev/null; then
+  echo "Python kubernetes client missing: installing it into $tools/python-venv"
+  python3 -m venv "$tools/python-venv"
+  "$tools/python-venv/bin/pip" install --quiet --disable-pip-version-check 'kubernetes>=37,<38'
+fi
+export E2E_PYTHON="$tools/python-venv/bin/python"
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy"
+cargo clippy --workspace --all-targets -- -D warnings
+
+step "one k8s-openapi in the dependency graph"
+versions=$(cargo tree --workspace -e normal,dev -i k8s-openapi --prefix none 2>/dev/null | grep -E '^k8s-openapi v' | sort -u)
+if [ "$(printf '%s\n' "$versions" | wc -l)" -ne 1 ]; then
+  echo "error: more than one k8s-openapi version:"; printf '%s\n' "$versions"; exit 1
+fi
+
+step "tests"
+cargo nextest run --workspace --no-fail-fast
+
+step "kustomize builds"
+kubectl kustomize manifests/default >/dev/null
+kubectl kustomize manifests/samples >/dev/null
+echo "manifests/default and manifests/samples build"
+
+step "all checks passed"
