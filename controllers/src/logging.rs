@@ -10,9 +10,16 @@ pub fn init(format: LogFormat, level: &str) {
         Ok(filter) => (filter, None),
         Err(error) => (EnvFilter::new("info"), Some(error.to_string())),
     };
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     match format {
-        LogFormat::Json => builder.json().flatten_event(true).with_current_span(true).with_span_list(false).init(),
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .with_span_list(false)
+            .init(),
         LogFormat::Text => builder.with_target(false).init(),
     }
     if let Some(error) = bad_filter {

@@ -41,7 +41,10 @@ pub async fn run(cli: Cli) -> Result<(), ManagerError> {
     let metrics = Metrics::new()?;
     let readiness = Readiness::default();
     let client = framework::kube_client::instrumented_client(&metrics).await?;
-    let admin_state = AdminState { metrics: metrics.clone(), readiness: readiness.clone() };
+    let admin_state = AdminState {
+        metrics: metrics.clone(),
+        readiness: readiness.clone(),
+    };
 
     let mut servers = Vec::new();
     let metrics_addr = cli.run.metrics_bind_address.clone();
@@ -56,7 +59,12 @@ pub async fn run(cli: Cli) -> Result<(), ManagerError> {
         }
     }
 
-    let runtime = Runtime { client: client.clone(), metrics: metrics.clone(), readiness, shutdown: shutdown.clone() };
+    let runtime = Runtime {
+        client: client.clone(),
+        metrics: metrics.clone(),
+        readiness,
+        shutdown: shutdown.clone(),
+    };
 
     let leadership = if cli.run.leader_elect {
         let settings = LeaderSettings {

@@ -47,15 +47,25 @@ pub struct SelectError {
 /// The entries named by `--controllers` (`all` selects every controller).
 pub fn select(names: &[String]) -> Result<Vec<ControllerEntry>, SelectError> {
     let entries = all();
-    let wanted: Vec<String> = names.iter().map(|n| n.trim().to_lowercase()).filter(|n| !n.is_empty()).collect();
+    let wanted: Vec<String> = names
+        .iter()
+        .map(|n| n.trim().to_lowercase())
+        .filter(|n| !n.is_empty())
+        .collect();
     if wanted.is_empty() || wanted.iter().any(|n| n == "all") {
         return Ok(entries);
     }
     let known = entries.iter().map(|e| e.name).collect::<Vec<_>>().join(", ");
     if let Some(unknown) = wanted.iter().find(|n| !entries.iter().any(|e| e.name == n.as_str())) {
-        return Err(SelectError { name: unknown.clone(), known });
+        return Err(SelectError {
+            name: unknown.clone(),
+            known,
+        });
     }
-    Ok(entries.into_iter().filter(|e| wanted.iter().any(|n| n == e.name)).collect())
+    Ok(entries
+        .into_iter()
+        .filter(|e| wanted.iter().any(|n| n == e.name))
+        .collect())
 }
 
 #[cfg(test)]

@@ -44,7 +44,10 @@ pub fn router(state: AdminState) -> Router {
 }
 
 async fn metrics(State(state): State<AdminState>) -> impl IntoResponse {
-    ([("content-type", "text/plain; version=0.0.4; charset=utf-8")], state.metrics.render())
+    (
+        [("content-type", "text/plain; version=0.0.4; charset=utf-8")],
+        state.metrics.render(),
+    )
 }
 
 async fn healthz() -> &'static str {
@@ -68,10 +71,19 @@ pub async fn bind(
     if addr == "0" || addr.is_empty() {
         return Ok(None);
     }
-    let normalized = if addr.starts_with(':') { format!("0.0.0.0{addr}") } else { addr.to_string() };
-    let listener =
-        TcpListener::bind(&normalized).await.map_err(|source| AdminError { addr: addr.to_string(), source })?;
-    let local = listener.local_addr().map_err(|source| AdminError { addr: addr.to_string(), source })?;
+    let normalized = if addr.starts_with(':') {
+        format!("0.0.0.0{addr}")
+    } else {
+        addr.to_string()
+    };
+    let listener = TcpListener::bind(&normalized).await.map_err(|source| AdminError {
+        addr: addr.to_string(),
+        source,
+    })?;
+    let local = listener.local_addr().map_err(|source| AdminError {
+        addr: addr.to_string(),
+        source,
+    })?;
     let server = async move {
         let result = axum::serve(listener, router(state))
             .with_graceful_shutdown(async move { shutdown.cancelled().await })

@@ -20,7 +20,10 @@ pub struct BackoffPolicy {
 
 impl Default for BackoffPolicy {
     fn default() -> Self {
-        Self { base: Duration::from_millis(5), max: Duration::from_secs(1000) }
+        Self {
+            base: Duration::from_millis(5),
+            max: Duration::from_secs(1000),
+        }
     }
 }
 
@@ -76,7 +79,11 @@ mod tests {
         let ceiling = p.ceiling(10);
         assert!(samples.iter().all(|d| *d >= ceiling / 2 && *d <= ceiling));
         let distinct: std::collections::BTreeSet<_> = samples.iter().collect();
-        assert!(distinct.len() > 50, "jitter must spread delays, got {} distinct values", distinct.len());
+        assert!(
+            distinct.len() > 50,
+            "jitter must spread delays, got {} distinct values",
+            distinct.len()
+        );
     }
 
     #[test]

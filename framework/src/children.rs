@@ -133,7 +133,16 @@ impl ChildSet {
             (LABEL_NAME.to_string(), names::label_value(component)),
             (LABEL_INSTANCE.to_string(), names::label_value(&owner.name_any())),
         ]);
-        Some(Self { client, config, owner_ref, owner_namespace, owner_id, labels, applied: HashSet::new(), writes: 0 })
+        Some(Self {
+            client,
+            config,
+            owner_ref,
+            owner_namespace,
+            owner_id,
+            labels,
+            applied: HashSet::new(),
+            writes: 0,
+        })
     }
 
     /// The standard labels every child gets (for selectors in builders and tests).
@@ -158,10 +167,15 @@ impl ChildSet {
         }
         let namespace = child.namespace();
         self.decorate(&mut child);
-        let desired = serde_json::to_value(&child)
-            .map_err(|source| ChildError::Serialize { kind: kind.clone(), name: name.clone(), source })?;
+        let desired = serde_json::to_value(&child).map_err(|source| ChildError::Serialize {
+            kind: kind.clone(),
+            name: name.clone(),
+            source,
+        })?;
         let hash = content_hash(&desired);
-        child.annotations_mut().insert(self.config.hash_annotation.clone(), hash.clone());
+        child
+            .annotations_mut()
+            .insert(self.config.hash_annotation.clone(), hash.clone());
         let api: Api<T> = api_in(&self.client, namespace.as_deref());
         self.applied.insert(ChildKey {
             api_version: T::api_version(&()).to_string(),
@@ -170,13 +184,18 @@ impl ChildSet {
             name: name.clone(),
         });
 
-        let live = api
-            .get_opt(&name)
-            .await
-            .map_err(|source| ChildError::Api { verb: "get", kind: kind.clone(), name: name.clone(), source })?;
+        let live = api.get_opt(&name).await.map_err(|source| ChildError::Api {
+            verb: "get",
+            kind: kind.clone(),
+            name: name.clone(),
+            source,
+        })?;
         if let Some(live) = live {
-            let live_value = serde_json::to_value(&live)
-                .map_err(|source| ChildError::Serialize { kind: kind.clone(), name: name.clone(), source })?;
+            let live_value = serde_json::to_value(&live).map_err(|source| ChildError::Serialize {
+                kind: kind.clone(),
+                name: name.clone(),
+                source,
+            })?;
             let recorded = live.annotations().get(&self.config.hash_annotation);
             if recorded == Some(&hash) && is_subset(&desired, &live_value) {
                 return Ok(live);
@@ -186,7 +205,12 @@ impl ChildSet {
         let applied = api
             .patch(&name, &params, &Patch::Apply(&child))
             .await
-            .map_err(|source| ChildError::Api { verb: "apply", kind, name, source })?;
+            .map_err(|source| ChildError::Api {
+                verb: "apply",
+                kind,
+                name,
+                source,
+            })?;
         self.writes += 1;
         Ok(applied)
     }
@@ -206,7 +230,12 @@ impl ChildSet {
         let existing = api
             .list(&ListParams::default().labels(&selector))
             .await
-            .map_err(|source| ChildError::Api { verb: "list", kind: kind.clone(), name: "*".into(), source })?;
+            .map_err(|source| ChildError::Api {
+                verb: "list",
+                kind: kind.clone(),
+                name: "*".into(),
+                source,
+            })?;
         let mut deleted = Vec::new();
         for item in existing {
             if !self.owns(&item) || item.meta().deletion_timestamp.is_some() {
@@ -225,7 +254,14 @@ impl ChildSet {
             match item_api.delete(&key.name, &DeleteParams::background()).await {
                 Ok(_) => {}
                 Err(kube::Error::Api(status)) if status.code == 404 => {}
-                Err(source) => return Err(ChildError::Api { verb: "delete", kind, name: key.name, source }),
+                Err(source) => {
+                    return Err(ChildError::Api {
+                        verb: "delete",
+                        kind,
+                        name: key.name,
+                        source,
+                    });
+                }
             }
             self.writes += 1;
             deleted.push(key.name);
@@ -245,7 +281,9 @@ impl ChildSet {
         for (k, v) in &self.labels {
             labels.entry(k.clone()).or_insert_with(|| v.clone());
         }
-        child.annotations_mut().insert(self.config.owner_annotation.clone(), self.owner_id.clone());
+        child
+            .annotations_mut()
+            .insert(self.config.owner_annotation.clone(), self.owner_id.clone());
         let same_namespace = child.meta().namespace == self.owner_namespace;
         if same_namespace && self.owner_namespace.is_some() {
             let refs = child.meta_mut().owner_references.get_or_insert_with(Vec::new);
@@ -268,7 +306,11 @@ pub fn is_subset(desired: &Value, live: &Value) -> bool {
     match (desired, live) {
         (Value::Object(d), Value::Object(l)) => d.iter().all(|(k, dv)| match l.get(k) {
             Some(lv) => is_subset(dv, lv),
-            None => dv.is_null() || dv.as_object().is_some_and(|o| o.is_empty()) || dv.as_array().is_some_and(|a| a.is_empty()),
+            None => {
+                dv.is_null()
+                    || dv.as_object().is_some_and(|o| o.is_empty())
+                    || dv.as_array().is_some_and(|a| a.is_empty())
+            }
         }),
         (Value::Array(d), Value::Array(l)) => d.len() == l.len() && d.iter().zip(l).all(|(dv, lv)| is_subset(dv, lv)),
         _ => desired == live,
@@ -296,7 +338,10 @@ mod tests {
 
     #[test]
     fn subset_treats_absent_and_empty_alike() {
-        assert!(is_subset(&json!({"metadata": {"labels": {}}}), &json!({"metadata": {}})));
+        assert!(is_subset(
+            &json!({"metadata": {"labels": {}}}),
+            &json!({"metadata": {}})
+        ));
     }
 
     #[test]

@@ -50,7 +50,10 @@ impl ManualClock {
 
 impl Clock for ManualClock {
     fn now(&self) -> Timestamp {
-        self.now.lock().map(|now| *now).unwrap_or_else(|poisoned| *poisoned.into_inner())
+        self.now
+            .lock()
+            .map(|now| *now)
+            .unwrap_or_else(|poisoned| *poisoned.into_inner())
     }
 }
 

@@ -78,7 +78,12 @@ impl ConditionUpdate {
 
     /// A condition with an explicit status.
     pub fn new(type_: &str, status: Status, reason: &str, message: impl Into<String>) -> Self {
-        Self { type_: type_.to_string(), status, reason: reason.to_string(), message: message.into() }
+        Self {
+            type_: type_.to_string(),
+            status,
+            reason: reason.to_string(),
+            message: message.into(),
+        }
     }
 }
 
@@ -208,9 +213,18 @@ mod tests {
     fn unchanged_status_keeps_last_transition_time() {
         let mut list = Vec::new();
         set(&mut list, ConditionUpdate::failed("A", "Waiting", "one"), Some(1), t(0));
-        let change = set(&mut list, ConditionUpdate::failed("A", "StillWaiting", "two"), Some(2), t(60));
+        let change = set(
+            &mut list,
+            ConditionUpdate::failed("A", "StillWaiting", "two"),
+            Some(2),
+            t(60),
+        );
         assert_eq!(change, Change::Updated);
-        assert_eq!(list[0].last_transition_time, Time(t(0)), "no flip, so no new transition time");
+        assert_eq!(
+            list[0].last_transition_time,
+            Time(t(0)),
+            "no flip, so no new transition time"
+        );
         assert_eq!(list[0].reason, "StillWaiting");
         assert_eq!(list[0].observed_generation, Some(2));
     }
@@ -228,7 +242,10 @@ mod tests {
     fn identical_update_reports_unchanged() {
         let mut list = Vec::new();
         set(&mut list, ConditionUpdate::ok("A", "Done", "y"), Some(1), t(0));
-        assert_eq!(set(&mut list, ConditionUpdate::ok("A", "Done", "y"), Some(1), t(5)), Change::Unchanged);
+        assert_eq!(
+            set(&mut list, ConditionUpdate::ok("A", "Done", "y"), Some(1), t(5)),
+            Change::Unchanged
+        );
         assert_eq!(list.len(), 1, "conditions are keyed by type");
     }
 
@@ -236,7 +253,12 @@ mod tests {
     fn ready_is_the_conjunction_of_applicable_conditions() {
         let mut list = Vec::new();
         set(&mut list, ConditionUpdate::ok("A", "Ok", ""), None, t(0));
-        set(&mut list, ConditionUpdate::failed("B", "Broken", "b is broken"), None, t(0));
+        set(
+            &mut list,
+            ConditionUpdate::failed("B", "Broken", "b is broken"),
+            None,
+            t(0),
+        );
         assert_eq!(aggregate_ready(&list, &["A"]).status, Status::True);
         let ready = aggregate_ready(&list, &["A", "B"]);
         assert_eq!(ready.status, Status::False);

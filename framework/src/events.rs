@@ -34,8 +34,14 @@ pub struct EventPublisher {
 impl EventPublisher {
     /// A publisher reporting as `controller` (shown as "From" in `kubectl describe`).
     pub fn new(client: Client, controller: &str) -> Self {
-        let reporter = Reporter { controller: controller.to_string(), instance: hostname_instance() };
-        Self { recorder: Recorder::new(client, reporter), last: Mutex::new(HashMap::new()) }
+        let reporter = Reporter {
+            controller: controller.to_string(),
+            instance: hostname_instance(),
+        };
+        Self {
+            recorder: Recorder::new(client, reporter),
+            last: Mutex::new(HashMap::new()),
+        }
     }
 
     /// Publishes `reason`/`note` about `object` unless the previous event for this object and reason had the same
@@ -90,5 +96,7 @@ impl EventPublisher {
 }
 
 fn hostname_instance() -> Option<String> {
-    std::env::var("POD_NAME").ok().or_else(|| hostname::get().ok().and_then(|h| h.into_string().ok()))
+    std::env::var("POD_NAME")
+        .ok()
+        .or_else(|| hostname::get().ok().and_then(|h| h.into_string().ok()))
 }

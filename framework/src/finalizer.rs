@@ -91,8 +91,15 @@ where
         return Ok(false);
     };
     let patch: Patch<()> = Patch::Json(finalizers_patch(current, next));
-    api.patch(&obj.name_any(), &PatchParams { field_manager: Some(field_manager.to_string()), ..Default::default() }, &patch)
-        .await?;
+    api.patch(
+        &obj.name_any(),
+        &PatchParams {
+            field_manager: Some(field_manager.to_string()),
+            ..Default::default()
+        },
+        &patch,
+    )
+    .await?;
     Ok(true)
 }
 
@@ -106,7 +113,10 @@ where
         return Ok(false);
     };
     let patch: Patch<()> = Patch::Json(finalizers_patch(current, next));
-    let params = PatchParams { field_manager: Some(field_manager.to_string()), ..Default::default() };
+    let params = PatchParams {
+        field_manager: Some(field_manager.to_string()),
+        ..Default::default()
+    };
     match api.patch(&obj.name_any(), &params, &patch).await {
         Ok(_) => Ok(true),
         // Removing the last finalizer of a deleted object deletes it; a racing delete is as good.
@@ -119,8 +129,10 @@ where
 mod tests {
     use super::*;
 
-    const SPEC: FinalizerSpec =
-        FinalizerSpec { name: "waldur.io/managed-rancher-project", legacy: &["kopf.zalando.org/KopfFinalizerMarker"] };
+    const SPEC: FinalizerSpec = FinalizerSpec {
+        name: "waldur.io/managed-rancher-project",
+        legacy: &["kopf.zalando.org/KopfFinalizerMarker"],
+    };
 
     fn v(items: &[&str]) -> Vec<String> {
         items.iter().map(|s| s.to_string()).collect()
@@ -129,12 +141,18 @@ mod tests {
     #[test]
     fn adds_ours_when_absent() {
         assert_eq!(SPEC.with_ours(&[]), Some(v(&["waldur.io/managed-rancher-project"])));
-        assert_eq!(SPEC.with_ours(&v(&["other/x"])), Some(v(&["other/x", "waldur.io/managed-rancher-project"])));
+        assert_eq!(
+            SPEC.with_ours(&v(&["other/x"])),
+            Some(v(&["other/x", "waldur.io/managed-rancher-project"]))
+        );
     }
 
     #[test]
     fn does_nothing_when_ours_is_there() {
-        assert_eq!(SPEC.with_ours(&v(&["waldur.io/managed-rancher-project", "other/x"])), None);
+        assert_eq!(
+            SPEC.with_ours(&v(&["waldur.io/managed-rancher-project", "other/x"])),
+            None
+        );
     }
 
     #[test]
@@ -144,7 +162,10 @@ mod tests {
             Some(v(&["a/b", "waldur.io/managed-rancher-project", "c/d"]))
         );
         assert_eq!(
-            SPEC.with_ours(&v(&["kopf.zalando.org/KopfFinalizerMarker", "waldur.io/managed-rancher-project"])),
+            SPEC.with_ours(&v(&[
+                "kopf.zalando.org/KopfFinalizerMarker",
+                "waldur.io/managed-rancher-project"
+            ])),
             Some(v(&["waldur.io/managed-rancher-project"]))
         );
     }
@@ -152,7 +173,11 @@ mod tests {
     #[test]
     fn removal_drops_ours_and_legacy_but_keeps_others() {
         assert_eq!(
-            SPEC.without_ours(&v(&["kopf.zalando.org/KopfFinalizerMarker", "x/y", "waldur.io/managed-rancher-project"])),
+            SPEC.without_ours(&v(&[
+                "kopf.zalando.org/KopfFinalizerMarker",
+                "x/y",
+                "waldur.io/managed-rancher-project"
+            ])),
             Some(v(&["x/y"]))
         );
         assert_eq!(SPEC.without_ours(&v(&["x/y"])), None);
@@ -161,10 +186,19 @@ mod tests {
     #[test]
     fn patch_tests_the_current_list() {
         let patch = serde_json::to_value(finalizers_patch(&v(&["a/b"]), v(&["a/b", "c/d"]))).expect("json");
-        assert_eq!(patch[0], json!({"op": "test", "path": "/metadata/finalizers", "value": ["a/b"]}));
+        assert_eq!(
+            patch[0],
+            json!({"op": "test", "path": "/metadata/finalizers", "value": ["a/b"]})
+        );
         assert_eq!(patch[1]["op"], "replace");
         let patch = serde_json::to_value(finalizers_patch(&[], v(&["c/d"]))).expect("json");
-        assert_eq!(patch[0], json!({"op": "test", "path": "/metadata/finalizers", "value": null}));
-        assert_eq!(patch[1], json!({"op": "add", "path": "/metadata/finalizers", "value": ["c/d"]}));
+        assert_eq!(
+            patch[0],
+            json!({"op": "test", "path": "/metadata/finalizers", "value": null})
+        );
+        assert_eq!(
+            patch[1],
+            json!({"op": "add", "path": "/metadata/finalizers", "value": ["c/d"]})
+        );
     }
 }

@@ -36,7 +36,10 @@ impl Default for HttpSettings {
             connect_timeout: Duration::from_secs(5),
             request_timeout: Duration::from_secs(30),
             retries: 2,
-            backoff: BackoffPolicy { base: Duration::from_millis(200), max: Duration::from_secs(2) },
+            backoff: BackoffPolicy {
+                base: Duration::from_millis(200),
+                max: Duration::from_secs(2),
+            },
         }
     }
 }
@@ -135,7 +138,10 @@ pub enum Idempotency {
 impl Idempotency {
     /// The default for an HTTP method.
     pub fn of(method: &Method) -> Self {
-        if matches!(*method, Method::GET | Method::HEAD | Method::PUT | Method::DELETE | Method::OPTIONS) {
+        if matches!(
+            *method,
+            Method::GET | Method::HEAD | Method::PUT | Method::DELETE | Method::OPTIONS
+        ) {
             Idempotency::Idempotent
         } else {
             Idempotency::Once
@@ -160,8 +166,16 @@ impl ExternalApi {
             .timeout(settings.request_timeout)
             .user_agent(concat!("platform-operator/", env!("CARGO_PKG_VERSION")))
             .build()
-            .map_err(|e| HttpError::Setup { api, detail: sanitize::sanitize(&e.to_string()) })?;
-        Ok(Self { api, client, settings, metrics })
+            .map_err(|e| HttpError::Setup {
+                api,
+                detail: sanitize::sanitize(&e.to_string()),
+            })?;
+        Ok(Self {
+            api,
+            client,
+            settings,
+            metrics,
+        })
     }
 
     /// The system's name.
@@ -205,7 +219,10 @@ impl ExternalApi {
                 Err(error) => return Err(error),
             }
         }
-        Err(last_error.unwrap_or(HttpError::Timeout { api: self.api, operation }))
+        Err(last_error.unwrap_or(HttpError::Timeout {
+            api: self.api,
+            operation,
+        }))
     }
 
     async fn send_once(
@@ -238,18 +255,38 @@ impl ExternalApi {
             "external request failed"
         );
         let summary = explain(&body).map(|s| sanitize::sanitize(&s));
-        Err(HttpError::Status { api: self.api, operation, status, summary })
+        Err(HttpError::Status {
+            api: self.api,
+            operation,
+            status,
+            summary,
+        })
     }
 
     fn transport_error(&self, operation: &'static str, error: &reqwest::Error) -> HttpError {
         if error.is_timeout() {
-            return HttpError::Timeout { api: self.api, operation };
+            return HttpError::Timeout {
+                api: self.api,
+                operation,
+            };
         }
         if error.is_connect() || error.is_request() {
-            let detail = if error.is_connect() { "connection failed" } else { "request failed" };
-            return HttpError::Unreachable { api: self.api, operation, detail: detail.to_string() };
+            let detail = if error.is_connect() {
+                "connection failed"
+            } else {
+                "request failed"
+            };
+            return HttpError::Unreachable {
+                api: self.api,
+                operation,
+                detail: detail.to_string(),
+            };
         }
-        HttpError::Decode { api: self.api, operation, detail: sanitize::sanitize(&error.to_string()) }
+        HttpError::Decode {
+            api: self.api,
+            operation,
+            detail: sanitize::sanitize(&error.to_string()),
+        }
     }
 
     /// Reads a JSON body, mapping malformed answers to [`HttpError::Decode`].
@@ -258,7 +295,10 @@ impl ExternalApi {
         operation: &'static str,
         response: Response,
     ) -> Result<T, HttpError> {
-        let bytes = response.bytes().await.map_err(|e| self.transport_error(operation, &e))?;
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|e| self.transport_error(operation, &e))?;
         serde_json::from_slice(&bytes).map_err(|e| HttpError::Decode {
             api: self.api,
             operation,
@@ -290,7 +330,10 @@ impl Default for TokenCache {
 impl TokenCache {
     /// A cache that refreshes tokens `refresh_before_expiry` before they expire.
     pub fn new(refresh_before_expiry: Duration) -> Self {
-        Self { slot: Mutex::new(None), refresh_before_expiry }
+        Self {
+            slot: Mutex::new(None),
+            refresh_before_expiry,
+        }
     }
 
     /// Returns the cached token for `fingerprint` or logs in with `fetch`, which yields the token and its lifetime.
@@ -357,7 +400,11 @@ mod tests {
         cache.get_or_fetch("a", login).await.expect("cached");
         assert_eq!(logins.load(Ordering::SeqCst), 1, "second call must use the cache");
         cache.get_or_fetch("b", login).await.expect("new credentials");
-        assert_eq!(logins.load(Ordering::SeqCst), 2, "changed credentials must log in again");
+        assert_eq!(
+            logins.load(Ordering::SeqCst),
+            2,
+            "changed credentials must log in again"
+        );
         cache.invalidate().await;
         cache.get_or_fetch("b", login).await.expect("after invalidate");
         assert_eq!(logins.load(Ordering::SeqCst), 3);
@@ -373,7 +420,11 @@ mod tests {
         };
         cache.get_or_fetch("a", login).await.expect("login");
         cache.get_or_fetch("a", login).await.expect("login again");
-        assert_eq!(logins.load(Ordering::SeqCst), 2, "a token inside the refresh margin is not reused");
+        assert_eq!(
+            logins.load(Ordering::SeqCst),
+            2,
+            "a token inside the refresh margin is not reused"
+        );
     }
 
     #[test]
@@ -393,7 +444,10 @@ mod tests {
             summary: Some("Client exists".into()),
         };
         assert!(!e.is_transient());
-        assert_eq!(e.to_string(), "keycloak create client: HTTP 409 Conflict: Client exists");
+        assert_eq!(
+            e.to_string(),
+            "keycloak create client: HTTP 409 Conflict: Client exists"
+        );
     }
 
     #[test]

@@ -27,7 +27,10 @@ pub enum ClientError {
 pub async fn instrumented_client(metrics: &Metrics) -> Result<Client, ClientError> {
     let config = Config::infer().await?;
     let host = config.cluster_url.host().unwrap_or("unknown").to_string();
-    let layer = RequestMetricsLayer { metrics: metrics.clone(), host };
+    let layer = RequestMetricsLayer {
+        metrics: metrics.clone(),
+        host,
+    };
     let builder = ClientBuilder::try_from(config)?;
     Ok(builder.with_layer(&layer).build())
 }
@@ -43,7 +46,11 @@ impl<S> Layer<S> for RequestMetricsLayer {
     type Service = RequestMetrics<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        RequestMetrics { inner, metrics: self.metrics.clone(), host: self.host.clone() }
+        RequestMetrics {
+            inner,
+            metrics: self.metrics.clone(),
+            host: self.host.clone(),
+        }
     }
 }
 

@@ -63,7 +63,11 @@ impl Leadership {
             .build()
             .await?;
         let (mut state, task) = manager.watch().await;
-        tracing::info!(lease = settings.lease_name, identity = settings.identity, "waiting for leadership");
+        tracing::info!(
+            lease = settings.lease_name,
+            identity = settings.identity,
+            "waiting for leadership"
+        );
         loop {
             if *state.borrow_and_update() {
                 break;
@@ -83,7 +87,12 @@ impl Leadership {
         }
         tracing::info!(lease = settings.lease_name, "became leader");
         metrics.set_leader(&settings.lease_name, true);
-        Ok(Some(Self { state, task, metrics, lease_name: settings.lease_name.clone() }))
+        Ok(Some(Self {
+            state,
+            task,
+            metrics,
+            lease_name: settings.lease_name.clone(),
+        }))
     }
 
     /// Resolves when leadership is lost (the lease was taken or could not be renewed).

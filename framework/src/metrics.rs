@@ -11,9 +11,7 @@
 
 use std::time::Duration;
 
-use prometheus::{
-    Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder,
-};
+use prometheus::{Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder};
 
 /// controller-runtime's reconcile-time buckets (seconds).
 const RECONCILE_BUCKETS: &[f64] = &[
@@ -143,7 +141,12 @@ impl Metrics {
                 "Number of currently used workers per controller",
                 &["controller"],
             )?,
-            workqueue_adds_total: counter(r, "workqueue_adds_total", "Total number of adds handled by workqueue", wq)?,
+            workqueue_adds_total: counter(
+                r,
+                "workqueue_adds_total",
+                "Total number of adds handled by workqueue",
+                wq,
+            )?,
             workqueue_work_duration_seconds: histogram(
                 r,
                 "workqueue_work_duration_seconds",
@@ -226,32 +229,53 @@ impl Metrics {
             self.reconcile_total.with_label_values(&[name, result]).inc_by(0);
         }
         self.reconcile_errors_total.with_label_values(&[name]).inc_by(0);
-        self.terminal_reconcile_errors_total.with_label_values(&[name]).inc_by(0);
+        self.terminal_reconcile_errors_total
+            .with_label_values(&[name])
+            .inc_by(0);
         self.reconcile_panics_total.with_label_values(&[name]).inc_by(0);
-        self.max_concurrent_reconciles.with_label_values(&[name]).set(i64::from(max_concurrent));
+        self.max_concurrent_reconciles
+            .with_label_values(&[name])
+            .set(i64::from(max_concurrent));
         self.active_workers.with_label_values(&[name]).set(0);
         self.workqueue_adds_total.with_label_values(&[name, name]).inc_by(0);
         self.workqueue_retries_total.with_label_values(&[name, name]).inc_by(0);
-        self.workqueue_unfinished_work_seconds.with_label_values(&[name, name]).set(0.0);
-        self.workqueue_longest_running_processor_seconds.with_label_values(&[name, name]).set(0.0);
-        ControllerMetrics { metrics: self.clone(), name: name.to_string() }
+        self.workqueue_unfinished_work_seconds
+            .with_label_values(&[name, name])
+            .set(0.0);
+        self.workqueue_longest_running_processor_seconds
+            .with_label_values(&[name, name])
+            .set(0.0);
+        ControllerMetrics {
+            metrics: self.clone(),
+            name: name.to_string(),
+        }
     }
 
     /// Records whether this process currently holds the named leader lease.
     pub fn set_leader(&self, lease: &str, leading: bool) {
-        self.leader_election_master_status.with_label_values(&[lease]).set(i64::from(leading));
+        self.leader_election_master_status
+            .with_label_values(&[lease])
+            .set(i64::from(leading));
     }
 
     /// Records one Kubernetes API request.
     pub fn observe_kube_request(&self, method: &str, code: &str, host: &str, elapsed: Duration) {
-        self.rest_client_requests_total.with_label_values(&[code, method, host]).inc();
-        self.rest_client_request_duration_seconds.with_label_values(&[method, host]).observe(elapsed.as_secs_f64());
+        self.rest_client_requests_total
+            .with_label_values(&[code, method, host])
+            .inc();
+        self.rest_client_request_duration_seconds
+            .with_label_values(&[method, host])
+            .observe(elapsed.as_secs_f64());
     }
 
     /// Records one request to an external system.
     pub fn observe_external_request(&self, api: &str, operation: &str, code: &str, elapsed: Duration) {
-        self.external_requests_total.with_label_values(&[api, operation, code]).inc();
-        self.external_request_duration_seconds.with_label_values(&[api, operation]).observe(elapsed.as_secs_f64());
+        self.external_requests_total
+            .with_label_values(&[api, operation, code])
+            .inc();
+        self.external_request_duration_seconds
+            .with_label_values(&[api, operation])
+            .observe(elapsed.as_secs_f64());
     }
 }
 
@@ -293,7 +317,9 @@ impl ControllerMetrics {
     pub fn reconcile_started(&self) {
         let m = &self.metrics;
         m.active_workers.with_label_values(&[&self.name]).inc();
-        m.workqueue_adds_total.with_label_values(&[&self.name, &self.name]).inc();
+        m.workqueue_adds_total
+            .with_label_values(&[&self.name, &self.name])
+            .inc();
     }
 
     /// A reconcile ended after `elapsed`, with `result`; `terminal` marks errors that need a human.
@@ -302,8 +328,12 @@ impl ControllerMetrics {
         let name = self.name.as_str();
         m.active_workers.with_label_values(&[name]).dec();
         m.reconcile_total.with_label_values(&[name, result.label()]).inc();
-        m.reconcile_time_seconds.with_label_values(&[name]).observe(elapsed.as_secs_f64());
-        m.workqueue_work_duration_seconds.with_label_values(&[name, name]).observe(elapsed.as_secs_f64());
+        m.reconcile_time_seconds
+            .with_label_values(&[name])
+            .observe(elapsed.as_secs_f64());
+        m.workqueue_work_duration_seconds
+            .with_label_values(&[name, name])
+            .observe(elapsed.as_secs_f64());
         if result == ReconcileResult::Error {
             m.reconcile_errors_total.with_label_values(&[name]).inc();
             m.workqueue_retries_total.with_label_values(&[name, name]).inc();
@@ -315,7 +345,10 @@ impl ControllerMetrics {
 
     /// A reconcile panicked (it is also counted as an error by [`Self::reconcile_finished`]).
     pub fn panicked(&self) {
-        self.metrics.reconcile_panics_total.with_label_values(&[&self.name]).inc();
+        self.metrics
+            .reconcile_panics_total
+            .with_label_values(&[&self.name])
+            .inc();
     }
 
     /// Updates the in-progress gauges from the ages of the reconciles currently running.
@@ -325,8 +358,14 @@ impl ControllerMetrics {
             (sum + secs, max.max(secs))
         });
         let labels = [self.name.as_str(), self.name.as_str()];
-        self.metrics.workqueue_unfinished_work_seconds.with_label_values(&labels).set(total);
-        self.metrics.workqueue_longest_running_processor_seconds.with_label_values(&labels).set(longest);
+        self.metrics
+            .workqueue_unfinished_work_seconds
+            .with_label_values(&labels)
+            .set(total);
+        self.metrics
+            .workqueue_longest_running_processor_seconds
+            .with_label_values(&labels)
+            .set(longest);
     }
 }
 

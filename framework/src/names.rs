@@ -69,7 +69,9 @@ pub fn check_dns1123_subdomain(name: &str) -> Result<(), NameError> {
         return Err(NameError::Empty);
     }
     if name.len() > DNS1123_SUBDOMAIN_MAX {
-        return Err(NameError::TooLong { max: DNS1123_SUBDOMAIN_MAX });
+        return Err(NameError::TooLong {
+            max: DNS1123_SUBDOMAIN_MAX,
+        });
     }
     let malformed = NameError::Malformed { extra: ", '-' or '.'" };
     for part in name.split('.') {
@@ -91,7 +93,9 @@ pub fn check_label_value(value: &str) -> Result<(), NameError> {
         return Err(NameError::TooLong { max: LABEL_VALUE_MAX });
     }
     let ok_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
-    let malformed = NameError::Malformed { extra: ", '-', '_' or '.'" };
+    let malformed = NameError::Malformed {
+        extra: ", '-', '_' or '.'",
+    };
     if !value.chars().all(ok_char) {
         return Err(malformed);
     }
@@ -123,7 +127,11 @@ pub fn truncate_with_hash(name: &str, max: usize) -> String {
         cut -= 1;
     }
     let prefix = name[..cut].trim_end_matches(['-', '.', '_']);
-    if prefix.is_empty() { hash } else { format!("{prefix}-{hash}") }
+    if prefix.is_empty() {
+        hash
+    } else {
+        format!("{prefix}-{hash}")
+    }
 }
 
 /// Makes a valid label value out of arbitrary text: invalid characters become `-`, the ends are trimmed to
@@ -131,7 +139,13 @@ pub fn truncate_with_hash(name: &str, max: usize) -> String {
 pub fn label_value(text: &str) -> String {
     let replaced: String = text
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '-'
+            }
+        })
         .collect();
     let trimmed = replaced.trim_matches(|c: char| !c.is_ascii_alphanumeric());
     let shortened = truncate_with_hash(trimmed, LABEL_VALUE_MAX);
@@ -150,7 +164,10 @@ mod tests {
         assert!(check_dns1123_label("app-").is_err());
         assert!(check_dns1123_label("App").is_err());
         assert!(check_dns1123_label("a.b").is_err());
-        assert_eq!(check_dns1123_label(&"a".repeat(64)), Err(NameError::TooLong { max: 63 }));
+        assert_eq!(
+            check_dns1123_label(&"a".repeat(64)),
+            Err(NameError::TooLong { max: 63 })
+        );
         assert!(check_dns1123_label(&"a".repeat(63)).is_ok());
     }
 

@@ -15,8 +15,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use jiff::Timestamp;
 use futures::{FutureExt, StreamExt};
+use jiff::Timestamp;
 use k8s_openapi::NamespaceResourceScope;
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 use kube::runtime::reflector::ObjectRef;
@@ -135,7 +135,11 @@ pub trait Reconciler: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Outcome, Self::Error>> + Send;
 
     /// Undoes external side effects before `obj` disappears; the finalizer is removed when this succeeds.
-    fn cleanup(&self, _obj: Arc<Self::Resource>, _ctx: &Context) -> impl Future<Output = Result<(), Self::Error>> + Send {
+    fn cleanup(
+        &self,
+        _obj: Arc<Self::Resource>,
+        _ctx: &Context,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send {
         async { Ok(()) }
     }
 }
@@ -175,7 +179,10 @@ impl Readiness {
     /// Registers one cache that must sync before the process is ready.
     fn register(&self) -> ReadinessGuard {
         self.pending.fetch_add(1, Ordering::SeqCst);
-        ReadinessGuard { pending: self.pending.clone(), done: false }
+        ReadinessGuard {
+            pending: self.pending.clone(),
+            done: false,
+        }
     }
 
     /// True when every registered cache has synced.
@@ -297,7 +304,10 @@ async fn run_scopes<R: Reconciler>(
         next_id: AtomicU64::new(0),
     });
     let instances = scopes.into_iter().zip(guards).map(|(namespace, guard)| {
-        let scope = Scope { client: runtime.client.clone(), namespace };
+        let scope = Scope {
+            client: runtime.client.clone(),
+            namespace,
+        };
         run_scope(state.clone(), scope, runtime.clone(), settings.concurrency, guard)
     });
     futures::future::join_all(instances).await;
@@ -350,7 +360,10 @@ async fn reconcile<R: Reconciler>(obj: Arc<R::Resource>, state: Arc<State<R>>) -
     );
     let started = Instant::now();
     state.context.metrics.reconcile_started();
-    let outcome = AssertUnwindSafe(run_phases(obj, &state)).catch_unwind().instrument(span.clone()).await;
+    let outcome = AssertUnwindSafe(run_phases(obj, &state))
+        .catch_unwind()
+        .instrument(span.clone())
+        .await;
     state.track_end(id);
     let elapsed = started.elapsed();
     let result = match outcome {
@@ -381,7 +394,10 @@ async fn reconcile<R: Reconciler>(obj: Arc<R::Resource>, state: Arc<State<R>>) -
         }
         Err(error) => {
             let category = error.category();
-            state.context.metrics.reconcile_finished(ReconcileResult::Error, elapsed, category.is_terminal());
+            state
+                .context
+                .metrics
+                .reconcile_finished(ReconcileResult::Error, elapsed, category.is_terminal());
             match category {
                 ErrorCategory::Transient | ErrorCategory::Dependency => {
                     tracing::info!(category = category.as_str(), %error, "reconcile failed")
@@ -411,15 +427,24 @@ async fn run_phases<R: Reconciler>(obj: Arc<R::Resource>, state: &State<R>) -> R
         if !spec.is_present(obj.as_ref()) {
             return Ok(Outcome::Done);
         }
-        state.reconciler.cleanup(obj.clone(), ctx).await.map_err(RunError::Reconcile)?;
-        finalizer::remove(&api, obj.as_ref(), &spec, &ctx.field_manager).await.map_err(RunError::Finalizer)?;
+        state
+            .reconciler
+            .cleanup(obj.clone(), ctx)
+            .await
+            .map_err(RunError::Reconcile)?;
+        finalizer::remove(&api, obj.as_ref(), &spec, &ctx.field_manager)
+            .await
+            .map_err(RunError::Finalizer)?;
         if let Some(uid) = obj.uid() {
             ctx.events.forget(&uid);
         }
         tracing::info!("cleanup finished, finalizer removed");
         return Ok(Outcome::Done);
     }
-    if finalizer::ensure(&api, obj.as_ref(), &spec, &ctx.field_manager).await.map_err(RunError::Finalizer)? {
+    if finalizer::ensure(&api, obj.as_ref(), &spec, &ctx.field_manager)
+        .await
+        .map_err(RunError::Finalizer)?
+    {
         tracing::debug!(finalizer = spec.name, "finalizer added");
     }
     state.reconciler.reconcile(obj, ctx).await.map_err(RunError::Reconcile)
@@ -447,7 +472,10 @@ mod tests {
     fn requeue_at_a_past_time_is_immediate() {
         let now = Timestamp::from_second(1_000).expect("time");
         let five = SignedDuration::from_secs(5);
-        assert_eq!(Outcome::requeue_at(now - five, now), Outcome::RequeueAfter(Duration::ZERO));
+        assert_eq!(
+            Outcome::requeue_at(now - five, now),
+            Outcome::RequeueAfter(Duration::ZERO)
+        );
         assert_eq!(
             Outcome::requeue_at(now + five, now),
             Outcome::RequeueAfter(Duration::from_secs(5))

@@ -22,15 +22,19 @@ static AUTH_HEADER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{8,}").expect("static regex is valid")
 });
 static JSON_FIELD: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(&format!(r#"(?i)("[a-z_-]*{SECRET_KEYS}[a-z_-]*"\s*:\s*)"(?:[^"\\]|\\.)*""#))
-        .expect("static regex is valid")
+    Regex::new(&format!(
+        r#"(?i)("[a-z_-]*{SECRET_KEYS}[a-z_-]*"\s*:\s*)"(?:[^"\\]|\\.)*""#
+    ))
+    .expect("static regex is valid")
 });
 static KEY_VALUE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(&format!(r"(?i)\b([a-z_-]*{SECRET_KEYS}[a-z_-]*=)[^\s&,;]+")).expect("static regex is valid")
 });
 static SECRET_HEADER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(x-auth-token|x-subject-token|authorization|proxy-authorization|cookie|set-cookie)(\s*:\s*)[^\s,;]+")
-        .expect("static regex is valid")
+    Regex::new(
+        r"(?i)\b(x-auth-token|x-subject-token|authorization|proxy-authorization|cookie|set-cookie)(\s*:\s*)[^\s,;]+",
+    )
+    .expect("static regex is valid")
 });
 static LONG_OPAQUE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"[A-Za-z0-9_+/=.-]{40,}").expect("static regex is valid"));

@@ -44,7 +44,12 @@ where
         "metadata": {"name": obj.name_any()},
         "status": desired_value,
     });
-    api.patch_status(&obj.name_any(), &PatchParams::apply(field_manager).force(), &Patch::Apply(&body)).await?;
+    api.patch_status(
+        &obj.name_any(),
+        &PatchParams::apply(field_manager).force(),
+        &Patch::Apply(&body),
+    )
+    .await?;
     Ok(true)
 }
 

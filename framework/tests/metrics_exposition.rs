@@ -34,11 +34,24 @@ fn exposition_passes_promtool_check_metrics() {
              or run e2e/test.sh, which installs it"
         ),
     };
-    child.stdin.take().expect("stdin").write_all(exposition.as_bytes()).expect("write exposition");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(exposition.as_bytes())
+        .expect("write exposition");
     let output = child.wait_with_output().expect("promtool finishes");
-    let report = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
     // promtool exits 1 on format errors and 3 on lint findings only; both must be clean.
-    assert!(output.status.success(), "promtool check metrics failed ({}):\n{report}", output.status);
+    assert!(
+        output.status.success(),
+        "promtool check metrics failed ({}):\n{report}",
+        output.status
+    );
     for name in [
         "controller_runtime_reconcile_total",
         "controller_runtime_reconcile_errors_total",

@@ -7,7 +7,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let dir = std::env::args().nth(1).map(PathBuf::from).unwrap_or_else(|| PathBuf::from("manifests/crd"));
+    let dir = std::env::args()
+        .nth(1)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("manifests/crd"));
     match write(&dir) {
         Ok(count) => {
             println!("wrote {count} CRD file(s) to {}", dir.display());
@@ -26,7 +29,11 @@ fn write(dir: &std::path::Path) -> Result<usize, Box<dyn std::error::Error>> {
     // Remove CRD files that are no longer generated so a renamed kind does not linger.
     for entry in std::fs::read_dir(dir)? {
         let path = entry?.path();
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_string();
         if name.ends_with(".yaml") && !files.iter().any(|(f, _)| *f == name) {
             std::fs::remove_file(&path)?;
         }
