@@ -332,9 +332,18 @@ async fn run_scope<R: Reconciler>(
     let store = controller.store();
     let namespace = scope.namespace().unwrap_or("*").to_string();
     tokio::spawn(async move {
-        if store.wait_until_ready().await.is_ok() {
-            tracing::info!(controller = name, namespace, "cache synced");
-            guard.synced();
+        // kube-runtime's readiness signal wakes only the most recent waiter, and the controller itself waits on
+        // it too; re-polling with a short timeout observes the store once it is ready whoever was woken.
+        loop {
+            match tokio::time::timeout(Duration::from_millis(200), store.wait_until_ready()).await {
+                Ok(Ok(())) => {
+                    tracing::info!(controller = name, namespace, "cache synced");
+                    guard.synced();
+                    return;
+                }
+                Ok(Err(_)) => return,
+                Err(_elapsed) => {}
+            }
         }
     });
     controller

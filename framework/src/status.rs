@@ -3,6 +3,10 @@
 //! Every status write costs an API call and wakes every watcher of the kind; controllers compute the whole
 //! desired status each reconcile and call [`write_if_changed`], which compares it with the status the object
 //! already has and applies it (server-side, to the `/status` subresource) only when they differ.
+//!
+//! With [`Precondition::ResourceVersion`] the write carries the object's resourceVersion, so a status computed
+//! from a stale copy (the cache lagging behind a write) is refused with a conflict instead of overwriting newer
+//! facts; the reconcile then retries on the fresh object.
 
 use kube::api::{Api, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
@@ -10,38 +14,49 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-/// Objects whose status the framework can compare and write.
-pub trait HasStatus {
-    /// The status type.
-    type Status: Serialize + Clone + PartialEq;
-    /// The status currently recorded on the object.
-    fn status(&self) -> Option<&Self::Status>;
+/// Whether a status write must be based on the latest version of the object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Precondition {
+    /// Apply regardless of the object's resourceVersion.
+    None,
+    /// Fail with 409 Conflict if the object changed since `obj` was read.
+    ResourceVersion,
 }
 
-/// Applies `desired` as the object's status when it differs from the current one; returns whether it wrote.
-pub async fn write_if_changed<K>(
+/// Applies `desired` as the status of `obj` (whose current status is `current`) when the two differ; returns
+/// whether it wrote.
+pub async fn write_if_changed<K, S>(
     api: &Api<K>,
     obj: &K,
-    desired: &K::Status,
+    current: Option<&S>,
+    desired: &S,
     field_manager: &str,
+    precondition: Precondition,
 ) -> Result<bool, kube::Error>
 where
-    K: Resource<DynamicType = ()> + HasStatus + Clone + DeserializeOwned + std::fmt::Debug,
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
+    S: Serialize + PartialEq,
 {
-    if obj.status() == Some(desired) {
+    if current == Some(desired) {
         return Ok(false);
     }
     let desired_value = serde_json::to_value(desired).map_err(kube::Error::SerdeError)?;
-    if let Some(current) = obj.status() {
+    if let Some(current) = current {
         let current_value = serde_json::to_value(current).map_err(kube::Error::SerdeError)?;
         if normalized(&current_value) == normalized(&desired_value) {
             return Ok(false);
         }
     }
+    let mut metadata = json!({"name": obj.name_any()});
+    if precondition == Precondition::ResourceVersion
+        && let Some(rv) = obj.resource_version()
+    {
+        metadata["resourceVersion"] = json!(rv);
+    }
     let body = json!({
         "apiVersion": K::api_version(&()),
         "kind": K::kind(&()),
-        "metadata": {"name": obj.name_any()},
+        "metadata": metadata,
         "status": desired_value,
     });
     api.patch_status(

@@ -1,0 +1,209 @@
+//! Test hooks: request counters, fault injection, cutting watch streams and compacting the watch history.
+//!
+//! Reachable in-process through [`Hooks`] (on the server handle) and over HTTP under `/__emulator/`, a path
+//! no real client uses:
+//!
+//! | request | effect |
+//! |---|---|
+//! | `GET /__emulator/counters` | `[{"verb","group","resource","subresource","count"}]` |
+//! | `DELETE /__emulator/counters` | resets the counters |
+//! | `POST /__emulator/faults` with a [`Fault`] as JSON | adds a fault rule |
+//! | `DELETE /__emulator/faults` | clears every fault rule |
+//! | `POST /__emulator/watches/cut[?group=G&resource=R]` | ends open watch streams (of one resource) |
+//! | `POST /__emulator/compact` | drops the watch history, so older resourceVersions get 410 |
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::broadcast;
+
+use super::resources::GroupResource;
+
+/// Which request a counter or fault refers to.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct RequestKey {
+    /// `get`, `list`, `watch`, `create`, `update`, `patch`, `delete`, `deletecollection`.
+    pub verb: String,
+    /// The API group (empty for core).
+    pub group: String,
+    /// The plural resource.
+    pub resource: String,
+    /// The subresource, or empty.
+    #[serde(default)]
+    pub subresource: String,
+}
+
+/// One counter row.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CounterRow {
+    /// What was requested.
+    #[serde(flatten)]
+    pub key: RequestKey,
+    /// How many times.
+    pub count: u64,
+}
+
+/// A fault rule: requests that match get a delay and/or an error.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Fault {
+    /// Verbs to match; empty matches every verb.
+    #[serde(default)]
+    pub verbs: Vec<String>,
+    /// Group to match; `None` matches every group.
+    #[serde(default)]
+    pub group: Option<String>,
+    /// Resource to match; `None` matches every resource.
+    #[serde(default)]
+    pub resource: Option<String>,
+    /// Delay added before handling, in milliseconds.
+    #[serde(default)]
+    pub latency_ms: u64,
+    /// HTTP status to answer with instead of handling (e.g. 500, 429, 503).
+    #[serde(default)]
+    pub error_status: Option<u16>,
+    /// How many matching requests the rule applies to; `None` until cleared.
+    #[serde(default)]
+    pub count: Option<u32>,
+}
+
+impl Fault {
+    fn matches(&self, key: &RequestKey) -> bool {
+        (self.verbs.is_empty() || self.verbs.iter().any(|v| v == &key.verb))
+            && self.group.as_ref().is_none_or(|g| g == &key.group)
+            && self.resource.as_ref().is_none_or(|r| r == &key.resource)
+    }
+}
+
+/// What a fault decided for one request.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FaultAction {
+    /// Delay before answering.
+    pub latency: Duration,
+    /// Error status to answer with.
+    pub error_status: Option<u16>,
+}
+
+/// The shared hook state.
+pub struct Hooks {
+    counters: Mutex<BTreeMap<RequestKey, u64>>,
+    faults: Mutex<Vec<Fault>>,
+    cut: broadcast::Sender<Option<GroupResource>>,
+}
+
+impl Default for Hooks {
+    fn default() -> Self {
+        let (cut, _) = broadcast::channel(16);
+        Hooks {
+            counters: Mutex::default(),
+            faults: Mutex::default(),
+            cut,
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // Counters and fault lists stay consistent even if a holder panicked (single inserts/removes).
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Hooks {
+    /// Counts one request and returns the fault action for it, consuming one use of the matching rule.
+    pub fn on_request(&self, key: &RequestKey) -> FaultAction {
+        *lock(&self.counters).entry(key.clone()).or_default() += 1;
+        let mut faults = lock(&self.faults);
+        let mut action = FaultAction::default();
+        if let Some(index) = faults.iter().position(|f| f.matches(key)) {
+            let fault = &mut faults[index];
+            action.latency = Duration::from_millis(fault.latency_ms);
+            action.error_status = fault.error_status;
+            if let Some(remaining) = fault.count.as_mut() {
+                *remaining = remaining.saturating_sub(1);
+                if *remaining == 0 {
+                    faults.remove(index);
+                }
+            }
+        }
+        action
+    }
+
+    /// How many requests matched `(verb, group, resource, subresource)`.
+    pub fn count(&self, verb: &str, group: &str, resource: &str, subresource: &str) -> u64 {
+        let key = RequestKey {
+            verb: verb.into(),
+            group: group.into(),
+            resource: resource.into(),
+            subresource: subresource.into(),
+        };
+        lock(&self.counters).get(&key).copied().unwrap_or(0)
+    }
+
+    /// Every counter.
+    pub fn counters(&self) -> Vec<CounterRow> {
+        lock(&self.counters)
+            .iter()
+            .map(|(k, c)| CounterRow {
+                key: k.clone(),
+                count: *c,
+            })
+            .collect()
+    }
+
+    /// Resets the counters.
+    pub fn reset_counters(&self) {
+        lock(&self.counters).clear();
+    }
+
+    /// Adds a fault rule (rules are checked in the order added).
+    pub fn inject(&self, fault: Fault) {
+        lock(&self.faults).push(fault);
+    }
+
+    /// Removes every fault rule.
+    pub fn clear_faults(&self) {
+        lock(&self.faults).clear();
+    }
+
+    /// Ends every open watch stream, or only those of one resource.
+    pub fn cut_watches(&self, resource: Option<GroupResource>) {
+        // No receiver means no open watch: nothing to cut.
+        let _ = self.cut.send(resource);
+    }
+
+    /// A receiver of cut requests, for one watch stream.
+    pub fn subscribe_cuts(&self) -> broadcast::Receiver<Option<GroupResource>> {
+        self.cut.subscribe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(verb: &str) -> RequestKey {
+        RequestKey {
+            verb: verb.into(),
+            group: String::new(),
+            resource: "configmaps".into(),
+            subresource: String::new(),
+        }
+    }
+
+    #[test]
+    fn counted_faults_expire_after_n_requests() {
+        let hooks = Hooks::default();
+        hooks.inject(Fault {
+            verbs: vec!["get".into()],
+            error_status: Some(500),
+            count: Some(2),
+            ..Fault::default()
+        });
+        assert_eq!(hooks.on_request(&key("list")).error_status, None);
+        assert_eq!(hooks.on_request(&key("get")).error_status, Some(500));
+        assert_eq!(hooks.on_request(&key("get")).error_status, Some(500));
+        assert_eq!(hooks.on_request(&key("get")).error_status, None);
+        assert_eq!(hooks.count("get", "", "configmaps", ""), 3);
+    }
+}

@@ -1,0 +1,170 @@
+//! The control plane a test runs against: its own API emulator, or a real cluster named by `E2E_KUBECONFIG`.
+
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+
+use super::kubectl::Kubectl;
+use super::wait::{Deadline, wait_until};
+use crate::apiserver::{ApiServer, ServerConfig, ServerHandle};
+
+/// Environment variable naming a kubeconfig of a real cluster to test against instead of the emulator.
+pub const REAL_CLUSTER_ENV: &str = "E2E_KUBECONFIG";
+
+/// A control plane for one test, with a scratch directory for its kubeconfig, kubectl home and logs.
+pub struct TestCluster {
+    dir: tempfile::TempDir,
+    kubeconfig: PathBuf,
+    emulator: Option<ServerHandle>,
+    client: Client,
+    kubectl: Kubectl,
+}
+
+impl TestCluster {
+    /// Starts a fresh emulator, or connects to the cluster in `E2E_KUBECONFIG` when set.
+    pub async fn start() -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix("e2e-")
+            .tempdir()
+            .expect("create a scratch directory");
+        let (kubeconfig, emulator) = match std::env::var_os(REAL_CLUSTER_ENV) {
+            Some(path) => (PathBuf::from(path), None),
+            None => {
+                let server = ApiServer::start(ServerConfig::default())
+                    .await
+                    .expect("start the API emulator");
+                let path = dir.path().join("kubeconfig");
+                server.write_kubeconfig(&path).expect("write kubeconfig");
+                (path, Some(server))
+            }
+        };
+        let client = client_for(&kubeconfig).await;
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(&home).expect("create kubectl home");
+        let kubectl = Kubectl::new(&kubeconfig, &home);
+        Self {
+            dir,
+            kubeconfig,
+            emulator,
+            client,
+            kubectl,
+        }
+    }
+
+    /// The kubeconfig path to hand to processes.
+    pub fn kubeconfig(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// The test's scratch directory (removed when the cluster is dropped).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// A kube client for the test's own reads and writes.
+    pub fn client(&self) -> Client {
+        self.client.clone()
+    }
+
+    /// kubectl against this cluster.
+    pub fn kubectl(&self) -> &Kubectl {
+        &self.kubectl
+    }
+
+    /// The emulator, for request counters and fault injection; fails clearly on a real cluster.
+    pub fn emulator(&self) -> &ServerHandle {
+        self.emulator.as_ref().unwrap_or_else(|| {
+            panic!("this test needs the API emulator's hooks (counters/faults); unset {REAL_CLUSTER_ENV} to run it")
+        })
+    }
+
+    /// How many write requests (create, update, patch, delete) the emulator has served so far; compare two
+    /// readings to assert that a step wrote nothing.
+    pub fn write_requests(&self) -> u64 {
+        self.emulator()
+            .hooks()
+            .counters()
+            .iter()
+            .filter(|row| {
+                matches!(
+                    row.key.verb.as_str(),
+                    "create" | "update" | "patch" | "delete" | "deletecollection"
+                )
+            })
+            .map(|row| row.count)
+            .sum()
+    }
+
+    /// Whether the test runs against the emulator.
+    pub fn is_emulated(&self) -> bool {
+        self.emulator.is_some()
+    }
+
+    /// Installs CRDs by server-side apply and waits until each is Established.
+    pub async fn install_crds(&self, crds: &[CustomResourceDefinition]) {
+        let api: Api<CustomResourceDefinition> = Api::all(self.client.clone());
+        for crd in crds {
+            let name = crd.metadata.name.clone().expect("CRD has a name");
+            api.patch(&name, &PatchParams::apply("e2e-harness").force(), &Patch::Apply(crd))
+                .await
+                .unwrap_or_else(|e| panic!("install CRD {name}: {e}"));
+        }
+        for crd in crds {
+            let name = crd.metadata.name.clone().expect("CRD has a name");
+            let api = api.clone();
+            wait_until(&format!("CRD {name} Established"), Deadline::secs(20), || {
+                let api = api.clone();
+                let name = name.clone();
+                async move {
+                    let crd = api.get(&name).await.map_err(|e| e.to_string())?;
+                    let established = crd
+                        .status
+                        .and_then(|s| s.conditions)
+                        .unwrap_or_default()
+                        .iter()
+                        .any(|c| c.type_ == "Established" && c.status == "True");
+                    Ok(established.then_some(()))
+                }
+            })
+            .await;
+        }
+    }
+
+    /// Creates a namespace with a unique name starting with `prefix` and returns its name.
+    pub async fn create_namespace(&self, prefix: &str) -> String {
+        let suffix = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let name = format!("{prefix}-{:05x}", suffix % 0xfffff);
+        self.create_namespace_named(&name, &[]).await;
+        name
+    }
+
+    /// Creates a namespace with an exact name and labels.
+    pub async fn create_namespace_named(&self, name: &str, labels: &[(&str, &str)]) {
+        let api: Api<Namespace> = Api::all(self.client.clone());
+        let mut ns = Namespace::default();
+        ns.metadata.name = Some(name.to_string());
+        if !labels.is_empty() {
+            ns.metadata.labels = Some(labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect());
+        }
+        api.create(&PostParams::default(), &ns)
+            .await
+            .unwrap_or_else(|e| panic!("create namespace {name}: {e}"));
+    }
+}
+
+/// A kube client for a kubeconfig file.
+pub async fn client_for(kubeconfig: &Path) -> Client {
+    let kc = Kubeconfig::read_from(kubeconfig).expect("read kubeconfig");
+    let config = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+        .await
+        .expect("load kubeconfig");
+    Client::try_from(config).expect("build kube client")
+}

@@ -1,0 +1,188 @@
+//! The real `manager` binary, run as a child process against the test's cluster.
+//!
+//! Its log goes to a file in the test's scratch directory and is printed when a test fails while the
+//! process is alive, so a hang or a wrong condition comes with the operator's own account of events.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::process::{Child, Command};
+
+use super::cluster::TestCluster;
+use super::wait::{Deadline, wait_until};
+
+/// Extra settings for one manager process.
+#[derive(Clone, Debug, Default)]
+pub struct ManagerOptions {
+    /// Extra command-line arguments (after the harness's own).
+    pub args: Vec<String>,
+    /// Extra environment variables.
+    pub env: Vec<(String, String)>,
+}
+
+/// A running `manager`.
+pub struct ManagerProcess {
+    child: Option<Child>,
+    log_path: PathBuf,
+    metrics_url: String,
+    kubeconfig: PathBuf,
+    options: ManagerOptions,
+    log_dir: PathBuf,
+    starts: u32,
+}
+
+/// Path of the `manager` binary built by cargo (`target/<profile>/manager`, beside the test executable).
+pub fn manager_binary() -> PathBuf {
+    if let Some(path) = std::env::var_os("E2E_MANAGER_BIN") {
+        return PathBuf::from(path);
+    }
+    let exe = std::env::current_exe().expect("test executable path");
+    // target/debug/deps/<test> -> target/debug/manager
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("test executable lives in target/<profile>/deps");
+    let path = profile_dir.join("manager");
+    assert!(
+        path.exists(),
+        "the manager binary is not built at {}; run `cargo build --bin manager` (cargo nextest run --workspace builds it)",
+        path.display()
+    );
+    path
+}
+
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+    listener.local_addr().expect("local addr").port()
+}
+
+impl ManagerProcess {
+    /// Starts the manager against `cluster` and waits until `/readyz` answers 200 (caches synced).
+    pub async fn start(cluster: &TestCluster, options: ManagerOptions) -> Self {
+        let mut process = Self {
+            child: None,
+            log_path: PathBuf::new(),
+            metrics_url: String::new(),
+            kubeconfig: cluster.kubeconfig().to_path_buf(),
+            options,
+            log_dir: cluster.dir().to_path_buf(),
+            starts: 0,
+        };
+        process.spawn().await;
+        process
+    }
+
+    async fn spawn(&mut self) {
+        self.starts += 1;
+        let metrics_port = free_port();
+        let health_port = free_port();
+        self.log_path = self.log_dir.join(format!("manager-{}.log", self.starts));
+        let log = std::fs::File::create(&self.log_path).expect("create manager log");
+        let err_log = log.try_clone().expect("clone log handle");
+        let mut command = Command::new(manager_binary());
+        command
+            .arg(format!("--metrics-bind-address=127.0.0.1:{metrics_port}"))
+            .arg(format!("--health-probe-bind-address=127.0.0.1:{health_port}"))
+            .arg("--log-format=text")
+            .args(&self.options.args)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env(
+                "LOG_LEVEL",
+                std::env::var("E2E_MANAGER_LOG_LEVEL").unwrap_or_else(|_| "info,controllers=debug".into()),
+            )
+            .envs(self.options.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .stdout(Stdio::from(log))
+            .stderr(Stdio::from(err_log))
+            .kill_on_drop(true);
+        let child = command.spawn().unwrap_or_else(|e| panic!("start manager: {e}"));
+        self.child = Some(child);
+        self.metrics_url = format!("http://127.0.0.1:{metrics_port}/metrics");
+        let ready_url = format!("http://127.0.0.1:{health_port}/readyz");
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(2))
+            .build()
+            .expect("http client");
+        let log_path = self.log_path.clone();
+        wait_until("manager /readyz", Deadline::secs(60), || {
+            let http = http.clone();
+            let url = ready_url.clone();
+            let log_path = log_path.clone();
+            async move {
+                match http.get(&url).send().await {
+                    Ok(r) if r.status().is_success() => Ok(Some(())),
+                    Ok(r) => Err(format!("readyz answered {}", r.status())),
+                    Err(_) => Err(format!("not listening yet; log so far:\n{}", tail(&log_path, 20))),
+                }
+            }
+        })
+        .await;
+    }
+
+    /// The manager's log so far (of the current process).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log_path).unwrap_or_default()
+    }
+
+    /// The Prometheus exposition from `/metrics`.
+    pub async fn metrics(&self) -> String {
+        reqwest::get(&self.metrics_url)
+            .await
+            .expect("GET /metrics")
+            .text()
+            .await
+            .expect("metrics body")
+    }
+
+    /// Kills the process with SIGKILL (no cleanup, like a node crash) and waits for it to die.
+    pub async fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill().await;
+        }
+    }
+
+    /// Stops the process with SIGTERM and waits until it exits; returns whether it exited cleanly.
+    pub async fn stop(&mut self) -> bool {
+        let Some(mut child) = self.child.take() else {
+            return true;
+        };
+        if let Some(pid) = child.id() {
+            let pid = nix::unistd::Pid::from_raw(i32::try_from(pid).expect("pid fits in i32"));
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        }
+        match tokio::time::timeout(Duration::from_secs(30), child.wait()).await {
+            Ok(Ok(status)) => status.success(),
+            _ => {
+                let _ = child.kill().await;
+                false
+            }
+        }
+    }
+
+    /// Starts the manager again (after [`Self::kill`] or [`Self::stop`]) with the same options.
+    pub async fn restart(&mut self) {
+        self.kill().await;
+        self.spawn().await;
+    }
+}
+
+fn tail(path: &Path, lines: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+impl Drop for ManagerProcess {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!(
+                "----- manager log ({}) -----\n{}\n----- end of manager log -----",
+                self.log_path.display(),
+                tail(&self.log_path, 200)
+            );
+        }
+        if let Some(child) = self.child.as_mut() {
+            let _ = child.start_kill();
+        }
+    }
+}

@@ -1,0 +1,16 @@
+//! Building blocks of the end-to-end tests: a control plane to test against, the real `manager` binary as a
+//! child process, kubectl as a user would run it, and waiting on conditions with deadlines.
+//!
+//! By default a test gets an in-process API emulator of its own. Set `E2E_KUBECONFIG` to a kubeconfig to run the
+//! same tests against a real cluster instead (tests that need the emulator's request counters or fault
+//! injection then fail with a message saying so).
+
+pub mod cluster;
+pub mod kubectl;
+pub mod manager;
+pub mod wait;
+
+pub use cluster::TestCluster;
+pub use kubectl::Kubectl;
+pub use manager::{ManagerOptions, ManagerProcess};
+pub use wait::{Deadline, wait_until};

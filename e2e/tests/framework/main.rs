@@ -1,0 +1,9 @@
+//! The reconcile framework against the API emulator: the runner's finalizer lifecycle, panic capture, retries
+//! and graceful shutdown, the children applier's labels, ownership, pruning and no-op skipping, and Lease
+//! leader election. Each test is a story about one framework contract.
+
+mod support;
+
+mod children;
+mod leader;
+mod runner;
