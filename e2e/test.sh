@@ -32,12 +32,11 @@ if ! command -v promtool >/dev/null; then
   DEBIAN_FRONTEND=noninteractive apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null
 fi
-if [ ! -x "$tools/python-venv/bin/python" ] || ! "$tools/python-venv/bin/python" -c 'import kubernetes' 2>/dev/null; then
-  echo "Python kubernetes client missing: installing it into $tools/python-venv"
-  python3 -m venv "$tools/python-venv"
-  "$tools/python-venv/bin/pip" install --quiet --disable-pip-version-check 'kubernetes>=37,<38'
-fi
+# The Python kubernetes client (a second real client for the API emulator's conformance suite).
+bash e2e/tests/python/setup-venv.sh
 export E2E_PYTHON="$tools/python-venv/bin/python"
+# A real OpenStack Keystone for the KeystoneApplicationCredential tests (PyPI; pinned; a no-op when current).
+e2e/keystone/install.sh "$tools/keystone-venv"
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
@@ -50,6 +49,9 @@ versions=$(cargo tree --workspace -e normal,dev -i k8s-openapi --prefix none 2>/
 if [ "$(printf '%s\n' "$versions" | wc -l)" -ne 1 ]; then
   echo "error: more than one k8s-openapi version:"; printf '%s\n' "$versions"; exit 1
 fi
+
+step "build the binaries the end-to-end tests run (manager, sandbox, emulators)"
+cargo build --workspace --bins
 
 step "tests"
 cargo nextest run --workspace --no-fail-fast

@@ -14,6 +14,10 @@ pub struct Cli {
     /// Settings of the controller manager.
     #[command(flatten)]
     pub run: RunArgs,
+
+    /// Settings of the KeystoneApplicationCredential controller.
+    #[command(flatten)]
+    pub keystone_application_credential: crate::application_credential::KeystoneApplicationCredentialSettings,
 }
 
 /// Subcommands besides running.

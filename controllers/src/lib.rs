@@ -4,7 +4,11 @@
 //! Each controller lives in its own module and plugs into the manager through [`registry`]. Clients of external
 //! systems (Keycloak, Keystone, Rancher) are separate modules so controllers can share them.
 
+pub mod application_credential;
 pub mod cli;
+pub mod keycloak;
+pub mod keystone;
 pub mod logging;
 pub mod manager;
+pub mod rancher;
 pub mod registry;

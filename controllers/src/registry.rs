@@ -33,7 +33,10 @@ pub struct ControllerEntry {
 
 /// Every controller this manager can run.
 pub fn all() -> Vec<ControllerEntry> {
-    Vec::new()
+    vec![ControllerEntry {
+        name: crate::application_credential::NAME,
+        start: crate::application_credential::start,
+    }]
 }
 
 /// Failure to select controllers.

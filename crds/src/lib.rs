@@ -4,11 +4,23 @@
 //! unchanged. [`all`] lists every CRD the operator serves; `manager crds` and the `crdgen` binary print them, and
 //! `manifests/crd/` is generated from the same list (a test fails when the files are stale).
 
+pub mod keystone;
+pub mod nebari;
+pub mod rancher;
+pub mod schema;
+pub mod thirdparty;
+
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 
 /// Every CRD this operator defines, in a stable order.
 pub fn all() -> Vec<CustomResourceDefinition> {
-    Vec::new()
+    use kube::CustomResourceExt;
+    vec![
+        nebari::NebariApp::crd(),
+        keystone::KeystoneApplicationCredential::crd(),
+        rancher::ManagedRancherProject::crd(),
+        rancher::RancherProjectInventory::crd(),
+    ]
 }
 
 /// Failure to render CRDs as YAML.

@@ -5,3 +5,6 @@
 pub mod apiserver;
 pub mod fixtures;
 pub mod harness;
+pub mod keycloak;
+pub mod keystone;
+pub mod rancher;

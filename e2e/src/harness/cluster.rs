@@ -107,31 +107,8 @@ impl TestCluster {
 
     /// Installs CRDs by server-side apply and waits until each is Established.
     pub async fn install_crds(&self, crds: &[CustomResourceDefinition]) {
-        let api: Api<CustomResourceDefinition> = Api::all(self.client.clone());
-        for crd in crds {
-            let name = crd.metadata.name.clone().expect("CRD has a name");
-            api.patch(&name, &PatchParams::apply("e2e-harness").force(), &Patch::Apply(crd))
-                .await
-                .unwrap_or_else(|e| panic!("install CRD {name}: {e}"));
-        }
-        for crd in crds {
-            let name = crd.metadata.name.clone().expect("CRD has a name");
-            let api = api.clone();
-            wait_until(&format!("CRD {name} Established"), Deadline::secs(20), || {
-                let api = api.clone();
-                let name = name.clone();
-                async move {
-                    let crd = api.get(&name).await.map_err(|e| e.to_string())?;
-                    let established = crd
-                        .status
-                        .and_then(|s| s.conditions)
-                        .unwrap_or_default()
-                        .iter()
-                        .any(|c| c.type_ == "Established" && c.status == "True");
-                    Ok(established.then_some(()))
-                }
-            })
-            .await;
+        if let Err(error) = install_crds(&self.client, "e2e-harness", crds).await {
+            panic!("{error}");
         }
     }
 
@@ -158,6 +135,41 @@ impl TestCluster {
             .await
             .unwrap_or_else(|e| panic!("create namespace {name}: {e}"));
     }
+}
+
+/// Installs CRDs by server-side apply as `field_manager` and waits (20 s at most) until each is Established.
+pub async fn install_crds(
+    client: &Client,
+    field_manager: &str,
+    crds: &[CustomResourceDefinition],
+) -> Result<(), String> {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for crd in crds {
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        api.patch(&name, &PatchParams::apply(field_manager).force(), &Patch::Apply(crd))
+            .await
+            .map_err(|e| format!("install CRD {name}: {e}"))?;
+    }
+    for crd in crds {
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        let api = api.clone();
+        wait_until(&format!("CRD {name} Established"), Deadline::secs(20), || {
+            let api = api.clone();
+            let name = name.clone();
+            async move {
+                let crd = api.get(&name).await.map_err(|e| e.to_string())?;
+                let established = crd
+                    .status
+                    .and_then(|s| s.conditions)
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|c| c.type_ == "Established" && c.status == "True");
+                Ok(established.then_some(()))
+            }
+        })
+        .await;
+    }
+    Ok(())
 }
 
 /// A kube client for a kubeconfig file.

@@ -124,6 +124,14 @@ impl ManagerProcess {
         std::fs::read_to_string(&self.log_path).unwrap_or_default()
     }
 
+    /// The `host:port` serving `/metrics` (for a Prometheus scrape target).
+    pub fn metrics_target(&self) -> String {
+        self.metrics_url
+            .trim_start_matches("http://")
+            .trim_end_matches("/metrics")
+            .to_string()
+    }
+
     /// The Prometheus exposition from `/metrics`.
     pub async fn metrics(&self) -> String {
         reqwest::get(&self.metrics_url)

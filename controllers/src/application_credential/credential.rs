@@ -1,0 +1,217 @@
+//! Minting one application credential exactly once and storing it in its Secret.
+//!
+//! The order makes every step resumable after a crash or an error:
+//! 1. the intended name and secret are persisted (see [`super::pending`]), unless an intention for this very
+//!    rotation is already there;
+//! 2. the credential is created in Keystone with that name and secret; a 409 means an earlier attempt created
+//!    it, so it is looked up by name and proven ours by logging in with the recorded secret;
+//! 3. the immutable Secret is created (an existing one holding the same credential id is fine).
+//!
+//! The status is written by the caller after this returns, and the intention is deleted after that.
+
+use crds::keystone::{KeystoneApplicationCredential, service_name};
+use framework::clock::Clock;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, DeleteParams, PostParams};
+use kube::{Client, ResourceExt};
+
+use super::endpoint::Resolved;
+use super::error::AcError;
+use super::pending::{self, IntendedCredential};
+use super::rotation;
+use super::secret;
+use super::status::{self, NewCredential};
+use crate::keystone::{AccessRule, KeystoneClient, KeystoneError, NewApplicationCredential, ServiceUser};
+
+/// Project and domains the service user's token is scoped to.
+#[derive(Clone, Debug)]
+pub struct Scope {
+    /// Domain of the service user.
+    pub user_domain: String,
+    /// Project the token is scoped to.
+    pub project: String,
+    /// Domain of that project.
+    pub project_domain: String,
+}
+
+/// What minting needs besides the object.
+pub struct Minter<'a> {
+    /// Kubernetes client.
+    pub client: &'a Client,
+    /// Keystone client.
+    pub keystone: &'a KeystoneClient,
+    /// Token scope.
+    pub scope: &'a Scope,
+    /// The clock.
+    pub clock: &'a dyn Clock,
+    /// Field manager for the objects created.
+    pub field_manager: &'a str,
+}
+
+impl Minter<'_> {
+    /// Creates the next credential of `ac` in the Keystone at `keystone`, or completes an interrupted creation.
+    pub async fn mint(
+        &self,
+        ac: &KeystoneApplicationCredential,
+        keystone: &Resolved,
+    ) -> Result<NewCredential, AcError> {
+        let namespace = ac.namespace().unwrap_or_default();
+        let name = ac.name_any();
+        let service = service_name(&name);
+        let uid = ac.uid().unwrap_or_default();
+        let security_hash = rotation::security_hash(&ac.spec);
+        let replaces = ac.status.as_ref().and_then(|s| s.ac_id.clone()).unwrap_or_default();
+        let secrets: Api<Secret> = Api::namespaced(self.client.clone(), &namespace);
+
+        let password =
+            super::password::read(self.client, &namespace, &ac.spec.secret, &ac.spec.password_selector).await?;
+        let user = ServiceUser {
+            endpoint: keystone.endpoint.clone(),
+            user_name: ac.spec.user_name.clone(),
+            user_domain: self.scope.user_domain.clone(),
+            project_name: self.scope.project.clone(),
+            project_domain: self.scope.project_domain.clone(),
+            password,
+        };
+
+        let intended = self
+            .intention(&secrets, ac, service, &uid, &replaces, &security_hash)
+            .await?;
+        let now = self.clock.now();
+        let expires_at = rotation::expires_at(now, ac.spec.expiration_days)?;
+        let access_rules: Vec<AccessRule> = ac
+            .spec
+            .access_rules
+            .iter()
+            .flatten()
+            .map(|r| AccessRule {
+                service: r.service.clone(),
+                path: r.path.clone(),
+                method: r.method.as_str().into(),
+            })
+            .collect();
+        let description = format!(
+            "Created by platform-operator for KeystoneApplicationCredential {namespace}/{name} (user {})",
+            ac.spec.user_name
+        );
+        let request = NewApplicationCredential {
+            name: &intended.name,
+            description: &description,
+            secret: &intended.secret,
+            expires_at,
+            roles: &ac.spec.roles,
+            unrestricted: ac.spec.unrestricted,
+            access_rules: &access_rules,
+        };
+        let created = match self.keystone.create_application_credential(&user, &request).await {
+            Ok(created) => created,
+            Err(KeystoneError::Conflict { .. }) => {
+                let found = self.keystone.find_application_credential(&user, &intended.name).await?;
+                let proven = match &found {
+                    Some(found) => {
+                        self.keystone
+                            .application_credential_authenticates(&keystone.endpoint, &found.id, &intended.secret)
+                            .await?
+                    }
+                    None => false,
+                };
+                match found {
+                    Some(found) if proven => {
+                        tracing::info!(credential = %found.id, name = %intended.name, "resumed an interrupted creation");
+                        found
+                    }
+                    _ => {
+                        discard(&secrets, service).await?;
+                        return Err(AcError::CredentialNameTaken {
+                            name: intended.name.clone(),
+                        });
+                    }
+                }
+            }
+            Err(error) => return Err(error.into()),
+        };
+
+        let expires_at = status::to_seconds(created.expires_at.unwrap_or(expires_at));
+        let secret_name = secret::secret_name(service, &created.id);
+        let object = secret::build(ac, service, &created.id, &intended.secret, expires_at);
+        let params = PostParams {
+            field_manager: Some(self.field_manager.to_string()),
+            ..PostParams::default()
+        };
+        match secrets.create(&params, &object).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.code == 409 => {
+                let existing = secrets
+                    .get(&secret_name)
+                    .await
+                    .map_err(AcError::kube(format!("reading Secret {secret_name}")))?;
+                if secret::stored_id(&existing).as_deref() != Some(created.id.as_str()) {
+                    // Two credential ids sharing their first five characters: leave this credential to expire
+                    // unused and mint another.
+                    discard(&secrets, service).await?;
+                    return Err(AcError::SecretNameCollision { name: secret_name });
+                }
+            }
+            Err(source) => {
+                return Err(AcError::Kube {
+                    action: format!("creating Secret {secret_name}"),
+                    source: Box::new(source),
+                });
+            }
+        }
+        Ok(NewCredential {
+            id: created.id,
+            secret_name,
+            created_at: now,
+            expires_at,
+            security_hash,
+        })
+    }
+
+    /// The persisted intention for this rotation, written now if there is none (or only one for another rotation).
+    async fn intention(
+        &self,
+        secrets: &Api<Secret>,
+        ac: &KeystoneApplicationCredential,
+        service: &str,
+        uid: &str,
+        replaces: &str,
+        security_hash: &str,
+    ) -> Result<IntendedCredential, AcError> {
+        let record_name = pending::record_name(service);
+        let existing = secrets
+            .get_opt(&record_name)
+            .await
+            .map_err(AcError::kube(format!("reading Secret {record_name}")))?;
+        if let Some(record) = &existing {
+            match pending::read(record, uid) {
+                Some(intended) if intended.matches(replaces, security_hash) => return Ok(intended),
+                _ => discard(secrets, service).await?,
+            }
+        }
+        let intended = IntendedCredential::generate(&ac.name_any(), replaces, security_hash, &mut rand::rng());
+        let params = PostParams {
+            field_manager: Some(self.field_manager.to_string()),
+            ..PostParams::default()
+        };
+        secrets
+            .create(&params, &pending::build(ac, service, &intended))
+            .await
+            .map_err(AcError::kube(format!("creating Secret {record_name}")))?;
+        Ok(intended)
+    }
+}
+
+/// Deletes the creation record of `service` (the credential is recorded in the status, or the record no longer
+/// applies); a missing record is fine.
+pub async fn discard(secrets: &Api<Secret>, service: &str) -> Result<(), AcError> {
+    let record_name = pending::record_name(service);
+    match secrets.delete(&record_name, &DeleteParams::default()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        Err(source) => Err(AcError::Kube {
+            action: format!("deleting Secret {record_name}"),
+            source: Box::new(source),
+        }),
+    }
+}

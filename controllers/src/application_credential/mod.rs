@@ -1,0 +1,243 @@
+//! The KeystoneApplicationCredential controller: keeps one OpenStack service user's Keystone application
+//! credential in an immutable Secret and rotates it before it expires, never minting two credentials for one
+//! rotation.
+//!
+//! `reconcile.rs` is the sequence of steps; the things it produces live in their own files: the credential in
+//! Keystone (`credential.rs`, made exactly-once by the creation record of `pending.rs`), its Secret
+//! (`secret.rs`), the schedule (`rotation.rs`) and the status (`status.rs`). Keystone is found by `endpoint.rs`;
+//! deletion is `deletion.rs`.
+//!
+//! Watches: the credentials themselves; Secrets (owned credential Secrets, and password Secrets a credential
+//! names); KeystoneAPIs (any change re-checks every credential, as they are rare and a pass that has nothing to
+//! do is cheap). Besides watches, a reconcile asks to run again exactly when the next rotation is due.
+
+pub mod credential;
+pub mod deletion;
+pub mod endpoint;
+pub mod error;
+pub mod password;
+pub mod pending;
+pub mod reconcile;
+pub mod rotation;
+pub mod secret;
+pub mod status;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use crds::keystone::{KeystoneAPI, KeystoneApplicationCredential};
+use framework::backoff::BackoffPolicy;
+use framework::clock::{Clock, OffsetClock, SystemClock};
+use framework::finalizer::FinalizerSpec;
+use framework::http::HttpSettings;
+use framework::runner::{self, Context, Outcome, Reconciler, RunSettings, Runtime, Scope};
+use futures::{Stream, StreamExt};
+use jiff::SignedDuration;
+use k8s_openapi::api::core::v1::Secret;
+use kube::runtime::controller::Controller;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Resource, ResourceExt};
+
+use crate::cli::Cli;
+use crate::keystone::{Endpoint, KeystoneClient};
+use crate::registry::{Running, StartError};
+use error::AcError;
+
+/// The controller's name (`--controllers`, metrics, events).
+pub const NAME: &str = "keystoneapplicationcredential";
+/// The field manager of everything this controller writes.
+pub const FIELD_MANAGER: &str = "platform-operator-keystoneapplicationcredential";
+/// The finalizer on KeystoneApplicationCredentials (keystone-operator's name, so a running system is taken over).
+pub const FINALIZER: &str = "openstack.org/applicationcredential";
+
+/// Manager settings of the KeystoneApplicationCredential controller.
+#[derive(Debug, Clone, Args)]
+pub struct KeystoneApplicationCredentialSettings {
+    /// Keystone base URL used when the KeystoneAPI kind (keystone-operator) is not installed; where it is, each
+    /// namespace's KeystoneAPI names Keystone.
+    #[arg(long = "keystone-url", env = "KEYSTONE_URL")]
+    pub keystone_url: Option<String>,
+
+    /// Domain of the service users.
+    #[arg(
+        long = "keystone-user-domain",
+        env = "KEYSTONE_USER_DOMAIN",
+        default_value = "Default"
+    )]
+    pub keystone_user_domain: String,
+
+    /// Project the service users' tokens are scoped to (application credentials belong to it).
+    #[arg(long = "keystone-project", env = "KEYSTONE_PROJECT", default_value = "service")]
+    pub keystone_project: String,
+
+    /// Domain of that project.
+    #[arg(
+        long = "keystone-project-domain",
+        env = "KEYSTONE_PROJECT_DOMAIN",
+        default_value = "Default"
+    )]
+    pub keystone_project_domain: String,
+
+    /// Seconds allowed for one Keystone request.
+    #[arg(
+        long = "keystone-timeout-seconds",
+        env = "KEYSTONE_TIMEOUT_SECONDS",
+        default_value_t = 30
+    )]
+    pub keystone_timeout_seconds: u64,
+
+    /// TEST ONLY: runs this controller's clock ahead (or behind) by this many seconds, so end-to-end tests can
+    /// reach a rotation time without waiting days. Never set it in production.
+    #[arg(
+        long = "appcred-test-clock-offset-seconds",
+        env = "APPCRED_TEST_CLOCK_OFFSET_SECONDS",
+        default_value_t = 0,
+        allow_negative_numbers = true,
+        hide = true
+    )]
+    pub appcred_test_clock_offset_seconds: i64,
+}
+
+/// The controller: its Keystone client, token scope, fallback endpoint and clock.
+pub struct ApplicationCredentialController {
+    keystone: KeystoneClient,
+    scope: credential::Scope,
+    fallback_endpoint: Option<Endpoint>,
+    clock: Arc<dyn Clock>,
+}
+
+impl ApplicationCredentialController {
+    /// Builds the controller from its settings.
+    pub fn new(
+        settings: &KeystoneApplicationCredentialSettings,
+        metrics: Option<framework::metrics::Metrics>,
+    ) -> Result<Self, StartError> {
+        let invalid = |message: String| StartError {
+            controller: NAME,
+            message,
+        };
+        let http = HttpSettings {
+            request_timeout: Duration::from_secs(settings.keystone_timeout_seconds.max(1)),
+            ..HttpSettings::default()
+        };
+        let keystone = KeystoneClient::new(http, metrics).map_err(|e| invalid(e.to_string()))?;
+        let fallback_endpoint = settings
+            .keystone_url
+            .as_deref()
+            .filter(|url| !url.trim().is_empty())
+            .map(Endpoint::parse)
+            .transpose()
+            .map_err(|e| invalid(format!("--keystone-url: {e}")))?;
+        let clock: Arc<dyn Clock> = match settings.appcred_test_clock_offset_seconds {
+            0 => Arc::new(SystemClock),
+            offset => {
+                tracing::warn!(offset_seconds = offset, "test-only clock offset in use");
+                Arc::new(OffsetClock::new(SignedDuration::from_secs(offset)))
+            }
+        };
+        Ok(Self {
+            keystone,
+            scope: credential::Scope {
+                user_domain: settings.keystone_user_domain.clone(),
+                project: settings.keystone_project.clone(),
+                project_domain: settings.keystone_project_domain.clone(),
+            },
+            fallback_endpoint,
+            clock,
+        })
+    }
+}
+
+impl Reconciler for ApplicationCredentialController {
+    type Resource = KeystoneApplicationCredential;
+    type Error = AcError;
+
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn finalizer(&self) -> Option<FinalizerSpec> {
+        Some(FinalizerSpec {
+            name: FINALIZER,
+            legacy: &[],
+        })
+    }
+
+    fn watches(&self, controller: Controller<Self::Resource>, scope: &Scope) -> Controller<Self::Resource> {
+        let store = controller.store();
+        let secrets: Api<Secret> = scope.api();
+        let keystone_apis: Api<KeystoneAPI> = scope.api();
+        controller
+            .watches(secrets, watcher::Config::default(), move |secret| {
+                credentials_using(&store, &secret)
+            })
+            .reconcile_all_on(keystone_api_changes(keystone_apis))
+    }
+
+    async fn reconcile(&self, obj: Arc<Self::Resource>, ctx: &Context) -> Result<Outcome, Self::Error> {
+        reconcile::reconcile(self, obj, ctx).await
+    }
+
+    async fn cleanup(&self, obj: Arc<Self::Resource>, ctx: &Context) -> Result<(), Self::Error> {
+        deletion::release_secrets(&obj, ctx).await
+    }
+}
+
+/// The credentials a Secret matters to: its owner (a credential Secret or creation record), and every
+/// credential in its namespace that reads its password from it.
+fn credentials_using(
+    store: &Store<KeystoneApplicationCredential>,
+    secret: &Secret,
+) -> Vec<ObjectRef<KeystoneApplicationCredential>> {
+    let namespace = secret.namespace().unwrap_or_default();
+    let name = secret.name_any();
+    let kind = KeystoneApplicationCredential::kind(&());
+    let api_version = KeystoneApplicationCredential::api_version(&());
+    let mut related: Vec<ObjectRef<KeystoneApplicationCredential>> = secret
+        .owner_references()
+        .iter()
+        .filter(|owner| owner.kind == kind && owner.api_version == api_version)
+        .map(|owner| ObjectRef::new(&owner.name).within(&namespace))
+        .collect();
+    related.extend(
+        store
+            .state()
+            .iter()
+            .filter(|ac| ac.namespace().as_deref() == Some(namespace.as_str()) && ac.spec.secret == name)
+            .map(|ac| ObjectRef::from_obj(ac.as_ref())),
+    );
+    related
+}
+
+/// A tick for every change of a KeystoneAPI (and after each full list). When the kind is not installed the
+/// watch keeps failing quietly with backoff, without holding up the controller's other watches, and starts
+/// working once the kind appears.
+fn keystone_api_changes(api: Api<KeystoneAPI>) -> impl Stream<Item = ()> + Send + 'static {
+    watcher(api, watcher::Config::default())
+        .default_backoff()
+        .filter_map(|event| async move {
+            match event {
+                Ok(watcher::Event::Apply(_) | watcher::Event::Delete(_) | watcher::Event::InitDone) => Some(()),
+                Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => None,
+                Err(error) => {
+                    tracing::debug!(%error, "KeystoneAPI watch failed (is the kind installed?)");
+                    None
+                }
+            }
+        })
+}
+
+/// Starts the controller (the manager's registry entry).
+pub fn start(runtime: &Runtime, cli: &Cli) -> Result<Running, StartError> {
+    let controller =
+        ApplicationCredentialController::new(&cli.keystone_application_credential, Some(runtime.metrics.clone()))?;
+    let settings = RunSettings {
+        concurrency: cli.run.max_concurrent_reconciles,
+        namespaces: cli.run.watch_namespaces.clone(),
+        backoff: BackoffPolicy::default(),
+        field_manager: FIELD_MANAGER.to_string(),
+    };
+    Ok(Box::pin(runner::run(Arc::new(controller), runtime.clone(), settings)))
+}

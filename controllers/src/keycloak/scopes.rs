@@ -1,0 +1,146 @@
+//! Realm client scopes and the default scopes of a client.
+
+use serde_json::json;
+
+use super::client::RealmClient;
+use super::error::KeycloakError;
+use super::types::{ClientScope, Ensured, ScopeRef};
+
+/// A client scope to create.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientScopeSpec {
+    /// Name.
+    pub name: String,
+    /// Description.
+    pub description: Option<String>,
+    /// Whether the scope name appears in the token's `scope` claim.
+    pub include_in_token_scope: bool,
+}
+
+impl ClientScopeSpec {
+    /// An OIDC scope that is listed in tokens.
+    pub fn new(name: &str, description: Option<&str>) -> Self {
+        Self {
+            name: name.into(),
+            description: description.map(str::to_string),
+            include_in_token_scope: true,
+        }
+    }
+}
+
+/// What [`RealmClient::ensure_default_client_scopes`] changed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DefaultScopeSync {
+    /// Scopes created in the realm.
+    pub created: Vec<String>,
+    /// Scopes newly attached to the client as defaults.
+    pub attached: Vec<String>,
+}
+
+impl RealmClient {
+    /// Every client scope of the realm (Keycloak does not page this listing).
+    pub async fn list_client_scopes(&self) -> Result<Vec<ClientScope>, KeycloakError> {
+        self.get_json("list client scopes", &["client-scopes"], &[]).await
+    }
+
+    /// The client scope named exactly `name`, if any.
+    pub async fn find_client_scope(&self, name: &str) -> Result<Option<ClientScope>, KeycloakError> {
+        Ok(self.list_client_scopes().await?.into_iter().find(|s| s.name == name))
+    }
+
+    /// The client scope `spec.name`, created when missing.
+    pub async fn ensure_client_scope(&self, spec: &ClientScopeSpec) -> Result<Ensured<ClientScope>, KeycloakError> {
+        if let Some(scope) = self.find_client_scope(&spec.name).await? {
+            return Ok(Ensured {
+                value: scope,
+                created: false,
+            });
+        }
+        let include = if spec.include_in_token_scope { "true" } else { "false" };
+        let mut body = json!({
+            "name": spec.name,
+            "protocol": "openid-connect",
+            "attributes": { "include.in.token.scope": include, "display.on.consent.screen": "true" },
+        });
+        if let Some(description) = &spec.description {
+            body["description"] = json!(description);
+        }
+        match self.create("create client scope", &["client-scopes"], &body).await {
+            Ok((id, _)) => Ok(Ensured {
+                value: ClientScope {
+                    id,
+                    name: spec.name.clone(),
+                    description: spec.description.clone(),
+                    protocol: Some("openid-connect".into()),
+                    attributes: [("include.in.token.scope".to_string(), include.to_string())].into(),
+                },
+                created: true,
+            }),
+            Err(error) if error.is_conflict() => match self.find_client_scope(&spec.name).await? {
+                Some(scope) => Ok(Ensured {
+                    value: scope,
+                    created: false,
+                }),
+                None => Err(error),
+            },
+            Err(error) => Err(error),
+        }
+    }
+
+    /// The default client scopes of a client.
+    pub async fn default_client_scopes(&self, client: &str) -> Result<Vec<ScopeRef>, KeycloakError> {
+        self.get_json(
+            "list default client scopes",
+            &["clients", client, "default-client-scopes"],
+            &[],
+        )
+        .await
+    }
+
+    /// Attaches a scope to a client as a default scope (idempotent).
+    pub async fn add_default_client_scope(&self, client: &str, scope: &str) -> Result<(), KeycloakError> {
+        self.put(
+            "add default client scope",
+            &["clients", client, "default-client-scopes", scope],
+            None,
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Detaches a default scope from a client (idempotent).
+    pub async fn remove_default_client_scope(&self, client: &str, scope: &str) -> Result<(), KeycloakError> {
+        self.delete(
+            "remove default client scope",
+            &["clients", client, "default-client-scopes", scope],
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Makes every scope in `names` a default scope of `client`, creating missing scopes with `description`.
+    /// `openid` is skipped (it is implicit in OIDC); scopes already attached are left alone, none are removed.
+    pub async fn ensure_default_client_scopes(
+        &self,
+        client: &str,
+        names: &[String],
+        description: Option<&str>,
+    ) -> Result<DefaultScopeSync, KeycloakError> {
+        let mut sync = DefaultScopeSync::default();
+        let attached = self.default_client_scopes(client).await?;
+        for name in names.iter().filter(|n| n.as_str() != "openid") {
+            if attached.iter().any(|s| &s.name == name) {
+                continue;
+            }
+            let scope = self
+                .ensure_client_scope(&ClientScopeSpec::new(name, description))
+                .await?;
+            if scope.created {
+                sync.created.push(name.clone());
+            }
+            self.add_default_client_scope(client, &scope.value.id).await?;
+            sync.attached.push(name.clone());
+        }
+        Ok(sync)
+    }
+}

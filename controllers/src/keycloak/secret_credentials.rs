@@ -1,0 +1,82 @@
+//! Keycloak admin credentials read from a Kubernetes Secret at use time, shared by every controller that talks
+//! to Keycloak (NebariApp, ManagedRancherProject): rotating the Secret takes effect without a restart, and the
+//! values never leave this module except inside [`Credentials`] (whose `Debug` hides them).
+
+use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::Secret;
+use kube::Client as KubeClient;
+use kube::api::Api;
+use secrecy::SecretString;
+
+use super::credentials::{Credentials, CredentialsProvider};
+use super::error::KeycloakError;
+
+/// Reads the Keycloak admin credentials from a Secret each time they are needed. Keys `username`/`password`
+/// (or `admin-username`/`admin-password`) give a password login through admin-cli; `client-id`/`client-secret`
+/// a client-credentials login (preferred when both are present).
+pub struct SecretCredentials {
+    client: KubeClient,
+    namespace: String,
+    name: String,
+}
+
+impl std::fmt::Debug for SecretCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SecretCredentials")
+            .field("namespace", &self.namespace)
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SecretCredentials {
+    /// Credentials from the Secret `namespace/name`.
+    pub fn new(client: KubeClient, namespace: &str, name: &str) -> Self {
+        Self {
+            client,
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        }
+    }
+
+    async fn read(&self) -> Result<Credentials, KeycloakError> {
+        let unavailable = |reason: String| KeycloakError::CredentialsUnavailable { reason };
+        let secrets: Api<Secret> = Api::namespaced(self.client.clone(), &self.namespace);
+        let secret = secrets
+            .get_opt(&self.name)
+            .await
+            .map_err(|e| {
+                unavailable(format!(
+                    "reading Secret {}/{}: {}",
+                    self.namespace,
+                    self.name,
+                    framework::sanitize::sanitize(&e.to_string())
+                ))
+            })?
+            .ok_or_else(|| unavailable(format!("Secret {}/{} does not exist", self.namespace, self.name)))?;
+        let data = secret.data.unwrap_or_default();
+        let value = |key: &str| {
+            data.get(key)
+                .map(|v| String::from_utf8_lossy(&v.0).trim().to_string())
+                .filter(|v| !v.is_empty())
+        };
+        if let (Some(id), Some(secret)) = (value("client-id"), value("client-secret")) {
+            return Ok(Credentials::client_credentials(id, SecretString::from(secret)));
+        }
+        let username = value("username").or_else(|| value("admin-username"));
+        let password = value("password").or_else(|| value("admin-password"));
+        match (username, password) {
+            (Some(username), Some(password)) => Ok(Credentials::admin_password(username, SecretString::from(password))),
+            _ => Err(unavailable(format!(
+                "Secret {}/{} lacks username/password (or admin-username/admin-password, or client-id/client-secret)",
+                self.namespace, self.name
+            ))),
+        }
+    }
+}
+
+impl CredentialsProvider for SecretCredentials {
+    fn credentials(&self) -> BoxFuture<'_, Result<Credentials, KeycloakError>> {
+        Box::pin(self.read())
+    }
+}

@@ -1,0 +1,114 @@
+//! Envoy Gateway `SecurityPolicy` (`gateway.envoyproxy.io/v1alpha1`): OIDC enforced at the gateway.
+
+use kube::CustomResource;
+use serde::{Deserialize, Serialize};
+
+/// The fields of a SecurityPolicy spec the operator sets.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[kube(
+    group = "gateway.envoyproxy.io",
+    version = "v1alpha1",
+    kind = "SecurityPolicy",
+    plural = "securitypolicies",
+    namespaced,
+    schema = "disabled"
+)]
+#[serde(rename_all = "camelCase")]
+pub struct SecurityPolicySpec {
+    /// The routes (or gateways) the policy applies to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_refs: Option<Vec<PolicyTargetReference>>,
+    /// OpenID Connect settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oidc: Option<Oidc>,
+}
+
+/// A reference to the object a policy attaches to.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyTargetReference {
+    /// API group of the target, `gateway.networking.k8s.io`.
+    pub group: String,
+    /// Kind of the target, `HTTPRoute`.
+    pub kind: String,
+    /// Name of the target.
+    pub name: String,
+}
+
+/// The OIDC filter configuration.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Oidc {
+    /// The identity provider.
+    pub provider: OidcProvider,
+    /// The client id registered at the provider.
+    #[serde(rename = "clientID")]
+    pub client_id: String,
+    /// The Secret holding the client secret (key `client-secret`).
+    pub client_secret: SecretObjectReference,
+    /// Where the provider redirects back after login.
+    #[serde(default, rename = "redirectURL", skip_serializing_if = "Option::is_none")]
+    pub redirect_url: Option<String>,
+    /// The path that logs the user out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logout_path: Option<String>,
+    /// Scopes requested.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scopes: Option<Vec<String>>,
+    /// Forward the access token upstream as a bearer token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forward_access_token: Option<bool>,
+    /// Requests that get 401 instead of a redirect to the provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deny_redirect: Option<DenyRedirect>,
+}
+
+/// The identity provider endpoints.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct OidcProvider {
+    /// The issuer URL (discovery is read from it).
+    pub issuer: String,
+    /// Overrides the authorization endpoint (browser-facing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authorization_endpoint: Option<String>,
+    /// Overrides the token endpoint (gateway-facing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_endpoint: Option<String>,
+    /// Overrides the end-session endpoint (browser-facing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_session_endpoint: Option<String>,
+}
+
+/// A reference to a Secret.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct SecretObjectReference {
+    /// Always `""` (core group).
+    pub group: String,
+    /// Always `Secret`.
+    pub kind: String,
+    /// Secret name.
+    pub name: String,
+    /// Secret namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+}
+
+/// Header rules that suppress the redirect to the provider.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct DenyRedirect {
+    /// Matching headers.
+    pub headers: Vec<DenyRedirectHeaderMatch>,
+}
+
+/// One header rule.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct DenyRedirectHeaderMatch {
+    /// Header name.
+    pub name: String,
+    /// Exact, Prefix, Suffix or RegularExpression.
+    #[serde(rename = "type")]
+    pub match_type: String,
+    /// Value to match.
+    pub value: String,
+}
