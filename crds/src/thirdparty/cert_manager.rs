@@ -74,8 +74,14 @@ impl Certificate {
             .and_then(|c| c.iter().find(|c| c.type_ == "Ready"));
         match ready {
             Some(c) if c.status == "True" => Ok(()),
-            Some(c) => Err((c.reason.clone().unwrap_or_default(), c.message.clone().unwrap_or_default())),
-            None => Err(("Pending".to_string(), "cert-manager has not reported on the certificate yet".to_string())),
+            Some(c) => Err((
+                c.reason.clone().unwrap_or_default(),
+                c.message.clone().unwrap_or_default(),
+            )),
+            None => Err((
+                "Pending".to_string(),
+                "cert-manager has not reported on the certificate yet".to_string(),
+            )),
         }
     }
 }
