@@ -18,6 +18,10 @@ pub struct Cli {
     /// Settings of the KeystoneApplicationCredential controller.
     #[command(flatten)]
     pub keystone_application_credential: crate::application_credential::KeystoneApplicationCredentialSettings,
+
+    /// Settings of the NebariApp controller.
+    #[command(flatten)]
+    pub nebari_app: crate::nebari_app::NebariAppSettings,
 }
 
 /// Subcommands besides running.

@@ -10,5 +10,6 @@ pub mod keycloak;
 pub mod keystone;
 pub mod logging;
 pub mod manager;
+pub mod nebari_app;
 pub mod rancher;
 pub mod registry;

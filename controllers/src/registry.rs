@@ -33,10 +33,16 @@ pub struct ControllerEntry {
 
 /// Every controller this manager can run.
 pub fn all() -> Vec<ControllerEntry> {
-    vec![ControllerEntry {
-        name: crate::application_credential::NAME,
-        start: crate::application_credential::start,
-    }]
+    vec![
+        ControllerEntry {
+            name: crate::nebari_app::NAME,
+            start: crate::nebari_app::start,
+        },
+        ControllerEntry {
+            name: crate::application_credential::NAME,
+            start: crate::application_credential::start,
+        },
+    ]
 }
 
 /// Failure to select controllers.

@@ -8,3 +8,4 @@ pub mod harness;
 pub mod keycloak;
 pub mod keystone;
 pub mod rancher;
+pub mod sandbox;

@@ -1,0 +1,119 @@
+//! Deleting a NebariApp: its Keycloak clients, its listener on the shared Gateway and its Certificate (the rest
+//! is owned and garbage-collected). When Keycloak is unreachable the finalizer stays, and a condition and an
+//! event say why and how to skip external cleanup.
+
+use std::sync::Arc;
+
+use crds::nebari::NebariApp;
+use crds::thirdparty::cert_manager::Certificate;
+use framework::conditions::ConditionUpdate;
+use framework::events::Severity;
+use framework::runner::Context;
+use kube::api::{Api, DeleteParams};
+use kube::{Resource, ResourceExt};
+
+use super::error::NebariAppError;
+use super::listener::ListenerWriter;
+use super::naming::AppNames;
+use super::status::{AUTH_READY, StatusBuilder};
+use super::{NebariAppController, SKIP_EXTERNAL_CLEANUP_ANNOTATION, keycloak_sync};
+
+/// Removes what garbage collection cannot: Keycloak clients, the Gateway listener, the Certificate.
+pub async fn cleanup(
+    controller: &NebariAppController,
+    app: Arc<NebariApp>,
+    ctx: &Context,
+) -> Result<(), NebariAppError> {
+    let namespace = app.namespace().unwrap_or_default();
+    let names = AppNames::new(&namespace, &app.name_any());
+    let skip_external = app
+        .annotations()
+        .get(SKIP_EXTERNAL_CLEANUP_ANNOTATION)
+        .is_some_and(|v| v == "true");
+
+    if skip_external {
+        ctx.events
+            .publish(
+                &app.object_ref(&()),
+                Severity::Warning,
+                "ExternalCleanupSkipped",
+                "Delete",
+                &format!("{SKIP_EXTERNAL_CLEANUP_ANNOTATION} is set: Keycloak clients are left in place"),
+            )
+            .await;
+    } else if let Err(error) = keycloak_sync::delete_clients(controller, &app, &names, app.status.as_ref()).await {
+        let message = format!(
+            "deletion waits for Keycloak cleanup: {error}; to delete without it, annotate the NebariApp with \
+             {SKIP_EXTERNAL_CLEANUP_ANNOTATION}=true"
+        );
+        ctx.events
+            .publish(
+                &app.object_ref(&()),
+                Severity::Warning,
+                "CleanupBlocked",
+                "Delete",
+                &message,
+            )
+            .await;
+        let mut status = StatusBuilder::new(&app, controller.clock.now());
+        status.set(ConditionUpdate::failed(
+            AUTH_READY,
+            "DeletionBlocked",
+            framework::sanitize::sanitize(&message),
+        ));
+        status.finish_with(ConditionUpdate::failed(
+            "Ready",
+            "DeletionBlocked",
+            framework::sanitize::sanitize(&message),
+        ));
+        let api: Api<NebariApp> = Api::namespaced(ctx.client.clone(), &namespace);
+        if let Err(write_error) = framework::status::write_if_changed(
+            &api,
+            app.as_ref(),
+            app.status.as_ref(),
+            &status.status,
+            &ctx.field_manager,
+            framework::status::Precondition::None,
+        )
+        .await
+        {
+            tracing::debug!(%write_error, "could not record the blocked deletion");
+        }
+        return Err(error);
+    }
+
+    let settings = &controller.settings;
+    let listeners = ListenerWriter::new(ctx, &names);
+    for gateway in [&settings.public_gateway, &settings.internal_gateway] {
+        listeners.withdraw(gateway, &settings.gateway_namespace).await?;
+    }
+    let certificates: Api<Certificate> = Api::namespaced(ctx.client.clone(), &settings.gateway_namespace);
+    if let Some(cert) = certificates
+        .get_opt(&names.certificate())
+        .await
+        .map_err(|e| NebariAppError::api("reading the Certificate", e))?
+    {
+        let ours =
+            cert.labels().get(super::tls::APP_NAMESPACE_LABEL) == Some(&framework::names::label_value(&namespace));
+        if ours {
+            match certificates
+                .delete(&names.certificate(), &DeleteParams::background())
+                .await
+            {
+                Ok(_) => {}
+                Err(kube::Error::Api(status)) if status.code == 404 => {}
+                Err(e) => return Err(NebariAppError::api("deleting the Certificate", e)),
+            }
+        }
+    }
+    ctx.events
+        .publish(
+            &app.object_ref(&()),
+            Severity::Normal,
+            "Deleted",
+            "Delete",
+            "external resources removed",
+        )
+        .await;
+    Ok(())
+}

@@ -1,0 +1,87 @@
+//! Everything that can stop or degrade a NebariApp reconcile. Messages are safe for anyone who can read the
+//! object (no credentials, tokens or response bodies).
+
+use framework::children::ChildError;
+use framework::{ErrorCategory, ReconcileError};
+
+use crate::keycloak::{ErrorKind, KeycloakError};
+
+/// A failed NebariApp reconcile step.
+#[derive(Debug, thiserror::Error)]
+pub enum NebariAppError {
+    /// Reading or writing a Kubernetes object failed.
+    #[error("{0}")]
+    Kubernetes(Box<ChildError>),
+    /// A Kubernetes request outside the child set failed.
+    #[error("{what}: {source}")]
+    Api {
+        /// What was being done.
+        what: String,
+        /// The API error.
+        #[source]
+        source: Box<kube::Error>,
+    },
+    /// A Keycloak request failed.
+    #[error("{0}")]
+    Keycloak(#[from] KeycloakError),
+    /// The Keycloak admin credentials Secret is missing or incomplete.
+    #[error("Keycloak admin credentials unavailable: {0}")]
+    AdminCredentials(String),
+    /// The configuration cannot work (e.g. generic-oidc without a client Secret).
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl NebariAppError {
+    /// Wraps a Kubernetes API error with what was being done.
+    pub fn api(what: impl Into<String>, source: kube::Error) -> Self {
+        NebariAppError::Api {
+            what: what.into(),
+            source: Box::new(source),
+        }
+    }
+}
+
+impl From<ChildError> for NebariAppError {
+    fn from(error: ChildError) -> Self {
+        NebariAppError::Kubernetes(Box::new(error))
+    }
+}
+
+impl NebariAppError {
+    /// The AuthReady reason for this error.
+    pub fn condition_reason(&self) -> &'static str {
+        match self {
+            NebariAppError::Keycloak(e) => match e.kind() {
+                ErrorKind::FeatureDisabled => "TokenExchangeUnavailable",
+                ErrorKind::Unavailable => "KeycloakUnavailable",
+                ErrorKind::Unauthorized | ErrorKind::Forbidden => "KeycloakUnauthorized",
+                ErrorKind::NotFound | ErrorKind::Conflict | ErrorKind::Invalid => "ProvisioningFailed",
+            },
+            NebariAppError::AdminCredentials(_) => "KeycloakCredentialsUnavailable",
+            NebariAppError::Invalid(_) => "InvalidConfiguration",
+            NebariAppError::Kubernetes(_) | NebariAppError::Api { .. } => "KubernetesApiError",
+        }
+    }
+}
+
+impl ReconcileError for NebariAppError {
+    fn category(&self) -> ErrorCategory {
+        match self {
+            NebariAppError::Kubernetes(_) | NebariAppError::Api { .. } => ErrorCategory::Transient,
+            NebariAppError::Keycloak(e) if e.is_transient() => ErrorCategory::Transient,
+            NebariAppError::Keycloak(_) => ErrorCategory::Dependency,
+            NebariAppError::AdminCredentials(_) => ErrorCategory::Dependency,
+            NebariAppError::Invalid(_) => ErrorCategory::Invalid,
+        }
+    }
+
+    fn reason(&self) -> &'static str {
+        match self {
+            NebariAppError::Kubernetes(_) | NebariAppError::Api { .. } => "KubernetesApiError",
+            NebariAppError::Keycloak(_) => "KeycloakError",
+            NebariAppError::AdminCredentials(_) => "KeycloakCredentialsUnavailable",
+            NebariAppError::Invalid(_) => "InvalidConfiguration",
+        }
+    }
+}

@@ -1,0 +1,465 @@
+//! Keycloak state of a NebariApp: the confidential client and its secret, default scopes, protocol mappers,
+//! groups with additive memberships, the SPA and device-flow clients, token exchange; and their removal.
+//!
+//! Everything here runs only when the app's auth configuration hash changed (or re-provisioning is forced):
+//! a steady-state reconcile makes no Keycloak call.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crds::nebari::{AuthConfig, AuthProvider, NebariApp, NebariAppStatus};
+use framework::http::HttpSettings;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, ListParams};
+use kube::{Client as KubeClient, ResourceExt};
+use secrecy::ExposeSecret;
+
+use super::NebariAppController;
+use super::error::NebariAppError;
+use super::naming::AppNames;
+use super::oidc_secret::OidcSecretData;
+use super::security_policy::{DEFAULT_REDIRECT_PATH, scopes};
+use super::settings::NebariAppSettings;
+use crate::keycloak::{
+    Client, ClientSpec, ClientUpdate, ErrorKind, KeycloakClient, KeycloakConfig, KeycloakError, ProtocolMapper,
+    RealmClient, SecretCredentials, TokenExchangeRequester, UserRef,
+};
+
+/// Description put on client scopes the operator creates.
+const SCOPE_DESCRIPTION: &str = "Managed by nebari-operator";
+/// Name of the default groups mapper (created only when no mappers are configured and `groups` is requested).
+const GROUP_MAPPER: &str = "group-membership";
+/// Name of the audience mapper that lets device-flow tokens reach the confidential client.
+const DEVICE_AUDIENCE_MAPPER: &str = "audience-confidential-client";
+/// Client attribute recording the app a Keycloak client belongs to (`<namespace>/<name>`). Client ids come from
+/// the spec (`spaClient.clientId`) or from names that can clash across namespaces (`a-b`/`c` and `a`/`b-c` both
+/// give `a-b-c`), so without it one namespace could rewrite or delete another's client.
+pub const OWNER_ATTRIBUTE: &str = "nebari.dev/owner";
+
+/// Whose a Keycloak client is, as far as one app is concerned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Ownership {
+    /// It records this app as its owner.
+    Ours,
+    /// It records no owner and has one of this app's derived ids (made by the replaced operator): taken over.
+    Adoptable,
+    /// It belongs to another app, or records no owner under an id this app does not derive: never touched.
+    Foreign(Option<String>),
+}
+
+/// Whose `client` is, from the point of view of the app named by `names`.
+pub fn ownership(client: &Client, names: &AppNames) -> Ownership {
+    match client.attributes.get(OWNER_ATTRIBUTE).filter(|o| !o.is_empty()) {
+        Some(owner) if *owner == names.owner() => Ownership::Ours,
+        Some(owner) => Ownership::Foreign(Some(owner.clone())),
+        None if names.derived_client_ids().contains(&client.client_id) => Ownership::Adoptable,
+        None => Ownership::Foreign(None),
+    }
+}
+
+/// The Keycloak client configured from the manager settings.
+pub fn client(
+    settings: &NebariAppSettings,
+    kube: KubeClient,
+    metrics: Option<framework::metrics::Metrics>,
+) -> Result<KeycloakClient, KeycloakError> {
+    let mut config = KeycloakConfig::new(settings.keycloak_url.trim_end_matches('/'));
+    config.token_realm = settings.keycloak_admin_realm.clone();
+    config.http = HttpSettings {
+        request_timeout: Duration::from_secs(settings.keycloak_api_timeout_seconds.max(1)),
+        ..HttpSettings::default()
+    };
+    let provider = SecretCredentials::new(
+        kube,
+        &settings.keycloak_admin_secret_namespace,
+        &settings.keycloak_admin_secret_name,
+    );
+    KeycloakClient::new(config, Arc::new(provider), metrics)
+}
+
+/// What provisioning produced.
+pub struct ProvisionedClients {
+    /// The confidential client's id.
+    pub client_id: String,
+    /// Its secret.
+    pub client_secret: String,
+    /// The SPA client's id, when enabled.
+    pub spa_client_id: Option<String>,
+    /// The device-flow client's id, when enabled.
+    pub device_client_id: Option<String>,
+    /// Things worth telling the user that do not fail the reconcile (unknown group members).
+    pub warnings: Vec<String>,
+}
+
+/// Reads the credentials back from an existing OIDC Secret (so a steady-state pass needs no Keycloak call).
+pub fn secret_data(secret: &Secret) -> Option<OidcSecretData> {
+    let data = secret.data.as_ref()?;
+    let get = |key: &str| data.get(key).map(|v| String::from_utf8_lossy(&v.0).into_owned());
+    Some(OidcSecretData {
+        client_id: get("client-id")?,
+        client_secret: get("client-secret").filter(|s| !s.is_empty())?,
+        issuer_url: get("issuer-url").unwrap_or_default(),
+        spa_client_id: get("spa-client-id"),
+        device_client_id: get("device-client-id"),
+    })
+}
+
+fn scheme(tls: bool) -> &'static str {
+    if tls { "https" } else { "http" }
+}
+
+/// The client ids of the other NebariApps that may exchange tokens for this one: every other app with Keycloak
+/// provisioning enabled whose client is provisioned already (its `status.authConfigHash` is set). A peer still
+/// being provisioned is left out until its status says so — that status write re-triggers this app through the
+/// NebariApp watch — because granting looks the client up and a peer hashed in before its client existed would
+/// never be granted.
+pub async fn token_exchange_peers(kube: &KubeClient, app: &NebariApp) -> Result<Vec<String>, NebariAppError> {
+    let api: Api<NebariApp> = Api::all(kube.clone());
+    let apps = api
+        .list(&ListParams::default())
+        .await
+        .map_err(|e| NebariAppError::api("listing NebariApps", e))?;
+    let me = (app.namespace(), app.name_any());
+    let mut peers: Vec<String> = apps
+        .items
+        .iter()
+        .filter(|other| (other.namespace(), other.name_any()) != me)
+        .filter(|other| {
+            other
+                .spec
+                .auth
+                .as_ref()
+                .is_some_and(|a| a.enabled && a.provider == AuthProvider::Keycloak && a.provision_client)
+        })
+        .filter(|other| other.status.as_ref().is_some_and(|s| s.auth_config_hash.is_some()))
+        .map(|other| AppNames::new(&other.namespace().unwrap_or_default(), &other.name_any()).keycloak_client())
+        .collect();
+    peers.sort();
+    Ok(peers)
+}
+
+/// Creates or updates everything the app needs in Keycloak; returns the credentials for the OIDC Secret.
+/// `previous_spa` is the SPA client id provisioned last time (from the OIDC Secret), removed if it changed.
+pub async fn provision(
+    controller: &NebariAppController,
+    app: &NebariApp,
+    auth: &AuthConfig,
+    names: &AppNames,
+    tls: bool,
+    peers: &[String],
+    previous_spa: Option<&str>,
+) -> Result<ProvisionedClients, NebariAppError> {
+    let realm = controller.keycloak.realm(&controller.settings.keycloak_realm);
+    let host = &app.spec.hostname;
+    let base = format!("{}://{host}", scheme(tls));
+    let callback = auth
+        .redirect_uri
+        .as_deref()
+        .filter(|p| !p.is_empty())
+        .unwrap_or(DEFAULT_REDIRECT_PATH);
+    let callback = if callback.starts_with('/') {
+        callback.to_string()
+    } else {
+        format!("/{callback}")
+    };
+    let mut warnings = Vec::new();
+
+    // The confidential client.
+    let client_id = names.keycloak_client();
+    let redirect_uris = vec![format!("{base}{callback}")];
+    let web_origins = vec![base.clone()];
+    let logout = vec![format!("{base}/*")];
+    let spec = ClientSpec::confidential(&client_id, None)
+        .with_redirect_uris(redirect_uris.clone())
+        .with_web_origins(web_origins.clone())
+        .with_post_logout_redirect_uris(&logout);
+    let confidential = ensure_owned(&realm, spec, names).await?;
+    let update = ClientUpdate {
+        redirect_uris: Some(redirect_uris),
+        web_origins: Some(web_origins),
+        set_attributes: BTreeMap::from([(
+            crate::keycloak::POST_LOGOUT_REDIRECT_URIS_ATTRIBUTE.to_string(),
+            logout.join("##"),
+        )]),
+        standard_flow: Some(true),
+        enabled: Some(true),
+        ..Default::default()
+    };
+    realm.update_client(&confidential.id, &update).await?;
+    let client_secret = match realm.client_secret(&confidential.id).await? {
+        Some(secret) => secret,
+        None => realm.regenerate_client_secret(&confidential.id).await?,
+    };
+
+    // Default scopes and protocol mappers.
+    let requested: Vec<String> = scopes(auth).into_iter().filter(|s| s != "openid").collect();
+    realm
+        .ensure_default_client_scopes(&confidential.id, &requested, Some(SCOPE_DESCRIPTION))
+        .await?;
+    let configured = auth.keycloak_config.as_ref().and_then(|k| k.protocol_mappers.as_ref());
+    match configured {
+        Some(mappers) => {
+            for mapper in mappers {
+                let config: Vec<(&str, &str)> = mapper
+                    .config
+                    .iter()
+                    .flatten()
+                    .map(|(k, v)| (k.as_str(), v.as_str()))
+                    .collect();
+                realm
+                    .ensure_protocol_mapper(
+                        &confidential.id,
+                        &ProtocolMapper::oidc(&mapper.name, &mapper.protocol_mapper, &config),
+                    )
+                    .await?;
+            }
+        }
+        None if requested.iter().any(|s| s == "groups") => {
+            realm
+                .ensure_protocol_mapper(
+                    &confidential.id,
+                    &ProtocolMapper::group_membership(GROUP_MAPPER, "groups", false),
+                )
+                .await?;
+        }
+        None => {}
+    }
+
+    // Groups, with members added (never removed).
+    let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for name in auth.groups.iter().flatten() {
+        groups.entry(name.clone()).or_default();
+    }
+    for group in auth.keycloak_config.iter().flat_map(|k| k.groups.iter().flatten()) {
+        groups
+            .entry(group.name.clone())
+            .or_default()
+            .extend(group.members.iter().flatten().cloned());
+    }
+    for (name, members) in &groups {
+        let group = realm.ensure_top_level_group(name, &BTreeMap::new()).await?.value;
+        if members.is_empty() {
+            continue;
+        }
+        let references: Vec<UserRef> = members.iter().map(|m| UserRef::UsernameOrEmail(m.clone())).collect();
+        let resolution = realm.resolve_users(&references).await?;
+        for (_, user) in &resolution.found {
+            realm.add_group_member(&group.id, &user.id).await?;
+        }
+        for unknown in &resolution.unknown {
+            warnings.push(format!(
+                "user {} does not exist in Keycloak; not added to group {name}",
+                unknown.identifier()
+            ));
+        }
+    }
+
+    // The SPA client: present while enabled; removed when turned off or renamed (the previous id is the one the
+    // OIDC Secret records; the default id is checked too).
+    let spa_config = auth.spa_client.as_ref();
+    let spa_id = names.keycloak_spa_client(spa_config.and_then(|s| s.client_id.as_deref()));
+    let spa_enabled = spa_config.is_some_and(|s| s.enabled);
+    let mut stale_spa: BTreeSet<String> = [Some(names.keycloak_spa_client(None)), previous_spa.map(str::to_string)]
+        .into_iter()
+        .flatten()
+        .collect();
+    if spa_enabled {
+        stale_spa.remove(&spa_id);
+    } else {
+        stale_spa.insert(spa_id.clone());
+    }
+    for stale in &stale_spa {
+        delete_owned(&realm, stale, names).await?;
+    }
+    let spa_client_id = if spa_enabled {
+        let uris = vec![format!("{base}/*"), base.clone()];
+        let spec = ClientSpec::spa(&spa_id)
+            .with_redirect_uris(uris.clone())
+            .with_web_origins(vec![base.clone()]);
+        let spa = ensure_owned(&realm, spec, names).await?;
+        realm
+            .update_client(
+                &spa.id,
+                &ClientUpdate {
+                    redirect_uris: Some(uris),
+                    web_origins: Some(vec![base.clone()]),
+                    ..Default::default()
+                },
+            )
+            .await?;
+        Some(spa_id)
+    } else {
+        None
+    };
+
+    // The device-flow client, with an audience mapper so its tokens are accepted by the confidential client.
+    let device_id = names.keycloak_device_client();
+    let device_client_id = if auth.device_flow_client.as_ref().is_some_and(|d| d.enabled) {
+        let device = ensure_owned(&realm, ClientSpec::device_flow(&device_id), names).await?;
+        realm
+            .ensure_default_client_scopes(&device.id, &requested, Some(SCOPE_DESCRIPTION))
+            .await?;
+        realm
+            .ensure_protocol_mapper(
+                &device.id,
+                &ProtocolMapper::audience(DEVICE_AUDIENCE_MAPPER, &client_id),
+            )
+            .await?;
+        Some(device_id)
+    } else {
+        delete_owned(&realm, &device_id, names).await?;
+        None
+    };
+
+    // Token exchange towards this client.
+    if auth.token_exchange.as_ref().is_some_and(|t| t.enabled) {
+        let mut requesters = Vec::new();
+        for peer in peers {
+            if let Some(peer_client) = realm.find_client(peer).await? {
+                requesters.push(TokenExchangeRequester {
+                    policy_name: format!("{peer}-token-exchange"),
+                    client: peer_client.id,
+                });
+            }
+        }
+        realm.grant_token_exchange(&confidential.id, &requesters).await?;
+    } else {
+        match realm.disable_client_management_permissions(&confidential.id).await {
+            Ok(()) => {}
+            Err(error) if matches!(error.kind(), ErrorKind::FeatureDisabled | ErrorKind::NotFound) => {}
+            Err(error) => return Err(error.into()),
+        }
+    }
+
+    Ok(ProvisionedClients {
+        client_id,
+        client_secret: client_secret.expose_secret().to_string(),
+        spa_client_id,
+        device_client_id,
+        warnings,
+    })
+}
+
+/// The client `spec.client_id`, created with this app as its owner when missing, adopted when it is one the
+/// replaced operator made; refused when it belongs to someone else.
+async fn ensure_owned(realm: &RealmClient, spec: ClientSpec, names: &AppNames) -> Result<Client, NebariAppError> {
+    let spec = spec.with_attribute(OWNER_ATTRIBUTE, &names.owner());
+    let client = realm.ensure_client(&spec).await?.value;
+    match ownership(&client, names) {
+        Ownership::Ours => Ok(client),
+        Ownership::Adoptable => {
+            let adopt = ClientUpdate {
+                set_attributes: BTreeMap::from([(OWNER_ATTRIBUTE.to_string(), names.owner())]),
+                ..Default::default()
+            };
+            realm.update_client(&client.id, &adopt).await?;
+            Ok(client)
+        }
+        Ownership::Foreign(owner) => Err(NebariAppError::Invalid(match owner {
+            Some(owner) => format!(
+                "Keycloak client {} belongs to NebariApp {owner}; choose another client id",
+                client.client_id
+            ),
+            None => format!(
+                "Keycloak client {} already exists and is not managed by this NebariApp; choose another client id, or \
+                 set its attribute {OWNER_ATTRIBUTE}={} to hand it over",
+                client.client_id,
+                names.owner()
+            ),
+        })),
+    }
+}
+
+/// Deletes the client `client_id` if it is this app's (owned or adoptable); another's is left alone.
+async fn delete_owned(realm: &RealmClient, client_id: &str, names: &AppNames) -> Result<(), NebariAppError> {
+    let Some(client) = realm.find_client(client_id).await? else {
+        return Ok(());
+    };
+    if matches!(ownership(&client, names), Ownership::Foreign(_)) {
+        tracing::info!(client_id, "leaving a Keycloak client this app does not own");
+        return Ok(());
+    }
+    match realm.delete_client(&client.id).await {
+        Ok(_) => Ok(()),
+        Err(error) if error.is_not_found() => Ok(()),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// Deletes the app's Keycloak clients (confidential, SPA — default and overridden ids — and device flow),
+/// after withdrawing token-exchange permissions. Missing clients count as deleted; clients another app owns are
+/// left alone.
+pub async fn delete_clients(
+    controller: &NebariAppController,
+    app: &NebariApp,
+    names: &AppNames,
+    status: Option<&NebariAppStatus>,
+) -> Result<(), NebariAppError> {
+    let auth = app.spec.auth.as_ref();
+    let provisioned_before = status.is_some_and(|s| s.auth_config_hash.is_some());
+    let provisions_now = auth.is_some_and(|a| a.enabled && a.provider == AuthProvider::Keycloak && a.provision_client);
+    if !(provisioned_before || provisions_now) || !controller.settings.keycloak_enabled {
+        return Ok(());
+    }
+    let realm = controller.keycloak.realm(&controller.settings.keycloak_realm);
+    let confidential = realm.find_client(&names.keycloak_client()).await?;
+    if let Some(client) = confidential.filter(|c| !matches!(ownership(c, names), Ownership::Foreign(_))) {
+        match realm.disable_client_management_permissions(&client.id).await {
+            Ok(()) => {}
+            Err(error) if matches!(error.kind(), ErrorKind::FeatureDisabled | ErrorKind::NotFound) => {}
+            Err(error) => return Err(error.into()),
+        }
+    }
+    delete_owned(&realm, &names.keycloak_client(), names).await?;
+    delete_owned(&realm, &names.keycloak_spa_client(None), names).await?;
+    if let Some(custom) = auth
+        .and_then(|a| a.spa_client.as_ref())
+        .and_then(|s| s.client_id.as_deref())
+    {
+        delete_owned(&realm, custom, names).await?;
+    }
+    delete_owned(&realm, &names.keycloak_device_client(), names).await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn client(client_id: &str, owner: Option<&str>) -> Client {
+        let mut client = Client {
+            id: "uuid".into(),
+            client_id: client_id.into(),
+            ..Default::default()
+        };
+        if let Some(owner) = owner {
+            client.attributes.insert(OWNER_ATTRIBUTE.into(), owner.into());
+        }
+        client
+    }
+
+    #[test]
+    fn a_client_is_ours_only_by_owner_or_under_a_derived_id_without_one() {
+        let names = AppNames::new("team", "web");
+        assert_eq!(ownership(&client("custom", Some("team/web")), &names), Ownership::Ours);
+        assert_eq!(ownership(&client("team-web", None), &names), Ownership::Adoptable);
+        assert_eq!(
+            ownership(&client("team-web-spa", Some("")), &names),
+            Ownership::Adoptable
+        );
+        assert_eq!(
+            ownership(&client("team-web-device", None), &names),
+            Ownership::Adoptable
+        );
+        assert_eq!(
+            ownership(&client("team-web", Some("team-web/x")), &names),
+            Ownership::Foreign(Some("team-web/x".into())),
+            "a clash of derived names does not hand over another app's client"
+        );
+        assert_eq!(
+            ownership(&client("admin-console", None), &names),
+            Ownership::Foreign(None)
+        );
+    }
+}

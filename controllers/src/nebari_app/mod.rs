@@ -1,0 +1,264 @@
+//! The NebariApp controller: exposes an application through Gateway API routes, secures it with TLS on the
+//! shared Gateway, and protects it with OIDC (an Envoy Gateway SecurityPolicy and Keycloak clients).
+//!
+//! `reconcile.rs` is the sequence of steps; each step's object is built by a pure function in the file named
+//! after it (`route.rs`, `tls.rs`, `listener.rs`, `security_policy.rs`, `oidc_secret.rs`, `rbac.rs`,
+//! `discovery.rs`); Keycloak provisioning is `keycloak_sync.rs`, deletion `cleanup.rs`.
+//!
+//! Watches drive every reconcile: the app's own children (routes, policy, Secret, RBAC), its namespace (the
+//! opt-in label), its backend Service, its Certificate, a user-provided TLS Secret and the shared Gateways.
+//! There is no periodic polling.
+
+pub mod auth_hash;
+pub mod cleanup;
+pub mod discovery;
+pub mod error;
+pub mod keycloak_sync;
+pub mod listener;
+pub mod naming;
+pub mod oidc_secret;
+pub mod rbac;
+pub mod reconcile;
+pub mod route;
+pub mod security_policy;
+pub mod settings;
+pub mod status;
+pub mod tls;
+
+use std::sync::Arc;
+
+use crds::nebari::NebariApp;
+use crds::thirdparty::cert_manager::Certificate;
+use crds::thirdparty::envoy_gateway::SecurityPolicy;
+use framework::backoff::BackoffPolicy;
+use framework::children::{ChildConfig, ChildSet};
+use framework::clock::{Clock, SystemClock};
+use framework::finalizer::FinalizerSpec;
+use framework::runner::{self, Context, Outcome, Reconciler, RunSettings, Runtime, Scope};
+use gateway_api::gateways::Gateway;
+use gateway_api::httproutes::HttpRoute;
+use k8s_openapi::api::core::v1::{Namespace, Secret, Service};
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use kube::ResourceExt;
+use kube::api::Api;
+use kube::runtime::controller::Controller;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher;
+
+use crate::cli::Cli;
+use crate::keycloak::KeycloakClient;
+use crate::registry::{Running, StartError};
+use error::NebariAppError;
+pub use settings::NebariAppSettings;
+
+/// The controller's name (`--controllers`, metrics, events).
+pub const NAME: &str = "nebariapp";
+/// The field manager of everything this controller writes (listeners use one per app, see `listener.rs`).
+pub const FIELD_MANAGER: &str = "platform-operator-nebariapp";
+/// Our finalizer on NebariApps.
+pub const FINALIZER: &str = "reconcilers.nebari.dev/finalizer";
+/// nebari-operator's finalizer, taken over.
+pub const LEGACY_FINALIZER: &str = "apps.nebari.dev/finalizer";
+/// The namespace label that opts a namespace into NebariApp management.
+pub const OPT_IN_LABEL: &str = "nebari.dev/managed";
+/// Annotation forcing Keycloak re-provisioning; removed once done.
+pub const FORCE_REPROVISION_ANNOTATION: &str = "nebari.dev/force-reprovision";
+/// Annotation letting an admin delete an app without external (Keycloak) cleanup, e.g. when Keycloak is gone.
+pub const SKIP_EXTERNAL_CLEANUP_ANNOTATION: &str = "nebari.dev/skip-external-cleanup";
+/// `app.kubernetes.io/managed-by` on children (the original operator's value, so existing selectors keep working).
+pub const MANAGED_BY: &str = "nebari-operator";
+
+/// The NebariApp controller with its settings and Keycloak client.
+pub struct NebariAppController {
+    /// Manager settings.
+    pub settings: NebariAppSettings,
+    /// The shared Keycloak admin client.
+    pub keycloak: KeycloakClient,
+    /// The clock (for condition times).
+    pub clock: Arc<dyn Clock>,
+}
+
+impl NebariAppController {
+    /// Builds the controller from its settings.
+    pub fn new(
+        settings: NebariAppSettings,
+        kube: kube::Client,
+        metrics: Option<framework::metrics::Metrics>,
+    ) -> Result<Self, StartError> {
+        let keycloak = keycloak_sync::client(&settings, kube, metrics).map_err(|e| StartError {
+            controller: NAME,
+            message: e.to_string(),
+        })?;
+        Ok(Self {
+            settings,
+            keycloak,
+            clock: Arc::new(SystemClock),
+        })
+    }
+
+    /// The set collecting this reconcile's children.
+    pub fn child_set(&self, ctx: &Context, app: &NebariApp) -> Result<ChildSet, NebariAppError> {
+        let config = ChildConfig {
+            field_manager: FIELD_MANAGER.to_string(),
+            managed_by: MANAGED_BY.to_string(),
+            owner_annotation: "nebari.dev/owner".to_string(),
+            hash_annotation: "nebari.dev/applied-hash".to_string(),
+        };
+        ChildSet::new(ctx.client.clone(), config, app, NAME)
+            .ok_or_else(|| NebariAppError::Invalid("the NebariApp has no uid yet".to_string()))
+    }
+}
+
+impl Reconciler for NebariAppController {
+    type Resource = NebariApp;
+    type Error = NebariAppError;
+
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn finalizer(&self) -> Option<FinalizerSpec> {
+        Some(FinalizerSpec {
+            name: FINALIZER,
+            legacy: &[LEGACY_FINALIZER],
+        })
+    }
+
+    fn watches(&self, controller: Controller<NebariApp>, scope: &Scope) -> Controller<NebariApp> {
+        let store = controller.store();
+        let managed =
+            watcher::Config::default().labels(&format!("{}={MANAGED_BY}", framework::children::LABEL_MANAGED_BY));
+        let namespaces: Api<Namespace> = Api::all(scope.client().clone());
+        let namespace_config = match scope.namespace() {
+            Some(ns) => watcher::Config::default().fields(&format!("metadata.name={ns}")),
+            None => watcher::Config::default(),
+        };
+        let gateway_ns = self.settings.gateway_namespace.clone();
+        let certificates: Api<Certificate> = Api::namespaced(scope.client().clone(), &gateway_ns);
+        let gateways: Api<Gateway> = Api::namespaced(scope.client().clone(), &gateway_ns);
+        let tls_secrets: Api<Secret> = Api::namespaced(scope.client().clone(), &gateway_ns);
+        let (by_namespace, by_service, by_gateway, by_tls_secret, by_peer) =
+            (store.clone(), store.clone(), store.clone(), store.clone(), store);
+        let apps: Api<NebariApp> = scope.api();
+        let settings = self.settings.clone();
+        controller
+            .owns(scope.api::<HttpRoute>(), managed.clone())
+            .owns(scope.api::<SecurityPolicy>(), managed.clone())
+            .owns(scope.api::<Secret>(), managed.clone())
+            .owns(scope.api::<Role>(), managed.clone())
+            .owns(scope.api::<RoleBinding>(), managed.clone())
+            .watches(namespaces, namespace_config, move |ns| {
+                apps_in_namespace(&by_namespace, &ns.name_any())
+            })
+            .watches(scope.api::<Service>(), watcher::Config::default(), move |svc| {
+                apps_using_service(&by_service, &svc)
+            })
+            .watches(
+                certificates,
+                watcher::Config::default().labels(tls::APP_NAME_LABEL),
+                |cert| app_of_certificate(&cert),
+            )
+            .watches(gateways, watcher::Config::default(), move |gw| {
+                apps_on_gateway(&by_gateway, &settings, &gw.name_any())
+            })
+            .watches(tls_secrets, watcher::Config::default(), move |secret| {
+                apps_serving_secret(&by_tls_secret, &secret.name_any())
+            })
+            .watches(apps, watcher::Config::default(), move |_| {
+                apps_with_token_exchange(&by_peer)
+            })
+    }
+
+    async fn reconcile(&self, app: Arc<NebariApp>, ctx: &Context) -> Result<Outcome, NebariAppError> {
+        reconcile::reconcile(self, app, ctx).await
+    }
+
+    async fn cleanup(&self, app: Arc<NebariApp>, ctx: &Context) -> Result<(), NebariAppError> {
+        cleanup::cleanup(self, app, ctx).await
+    }
+}
+
+fn apps_in_namespace(store: &Store<NebariApp>, namespace: &str) -> Vec<ObjectRef<NebariApp>> {
+    store
+        .state()
+        .iter()
+        .filter(|app| app.namespace().as_deref() == Some(namespace))
+        .map(|app| ObjectRef::from_obj(app.as_ref()))
+        .collect()
+}
+
+fn apps_using_service(store: &Store<NebariApp>, service: &Service) -> Vec<ObjectRef<NebariApp>> {
+    let namespace = service.namespace().unwrap_or_default();
+    let name = service.name_any();
+    store
+        .state()
+        .iter()
+        .filter(|app| {
+            let app_ns = app.namespace().unwrap_or_default();
+            let svc_ns = app.spec.service.namespace.clone().unwrap_or(app_ns);
+            app.spec.service.name == name && svc_ns == namespace
+        })
+        .map(|app| ObjectRef::from_obj(app.as_ref()))
+        .collect()
+}
+
+fn app_of_certificate(cert: &Certificate) -> Option<ObjectRef<NebariApp>> {
+    let labels = cert.labels();
+    let name = labels.get(tls::APP_NAME_LABEL)?;
+    let namespace = labels.get(tls::APP_NAMESPACE_LABEL)?;
+    Some(ObjectRef::new(name).within(namespace))
+}
+
+fn apps_on_gateway(store: &Store<NebariApp>, settings: &NebariAppSettings, gateway: &str) -> Vec<ObjectRef<NebariApp>> {
+    store
+        .state()
+        .iter()
+        .filter(|app| app.spec.routing.is_some() && settings.gateway_name(app.spec.gateway) == gateway)
+        .map(|app| ObjectRef::from_obj(app.as_ref()))
+        .collect()
+}
+
+/// Apps whose listener serves a user-provided TLS Secret of this name (TLSReady reflects that Secret).
+fn apps_serving_secret(store: &Store<NebariApp>, secret: &str) -> Vec<ObjectRef<NebariApp>> {
+    store
+        .state()
+        .iter()
+        .filter(|app| {
+            let tls = app.spec.routing.as_ref().and_then(|r| r.tls.as_ref());
+            tls.is_some_and(|t| t.enabled && t.secret_name.as_deref() == Some(secret))
+        })
+        .map(|app| ObjectRef::from_obj(app.as_ref()))
+        .collect()
+}
+
+/// Apps granting token exchange: a change to any app may change their peer list (the hash then decides).
+fn apps_with_token_exchange(store: &Store<NebariApp>) -> Vec<ObjectRef<NebariApp>> {
+    store
+        .state()
+        .iter()
+        .filter(|app| {
+            app.spec
+                .auth
+                .as_ref()
+                .and_then(|a| a.token_exchange.as_ref())
+                .is_some_and(|t| t.enabled)
+        })
+        .map(|app| ObjectRef::from_obj(app.as_ref()))
+        .collect()
+}
+
+/// Starts the controller (the manager's registry entry).
+pub fn start(runtime: &Runtime, cli: &Cli) -> Result<Running, StartError> {
+    let controller = NebariAppController::new(
+        cli.nebari_app.clone(),
+        runtime.client.clone(),
+        Some(runtime.metrics.clone()),
+    )?;
+    let settings = RunSettings {
+        concurrency: cli.run.max_concurrent_reconciles,
+        namespaces: cli.run.watch_namespaces.clone(),
+        backoff: BackoffPolicy::default(),
+        field_manager: FIELD_MANAGER.to_string(),
+    };
+    Ok(Box::pin(runner::run(Arc::new(controller), runtime.clone(), settings)))
+}

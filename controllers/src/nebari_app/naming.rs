@@ -1,0 +1,144 @@
+//! Names of everything a NebariApp produces, as nebari-operator named them (so a running system is taken over
+//! in place), shortened with a stable hash only when a name would exceed Kubernetes' limits.
+
+use framework::names::{DNS1123_LABEL_MAX, DNS1123_SUBDOMAIN_MAX, truncate_with_hash};
+
+/// Object names derived from one NebariApp.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AppNames {
+    /// The NebariApp's name.
+    pub app: String,
+    /// The NebariApp's namespace.
+    pub namespace: String,
+}
+
+impl AppNames {
+    /// Names for the app `name` in `namespace`.
+    pub fn new(namespace: &str, name: &str) -> Self {
+        Self {
+            app: name.to_string(),
+            namespace: namespace.to_string(),
+        }
+    }
+
+    fn subdomain(&self, name: String) -> String {
+        truncate_with_hash(&name, DNS1123_SUBDOMAIN_MAX)
+    }
+
+    /// The main HTTPRoute: `<app>-route`.
+    pub fn route(&self) -> String {
+        self.subdomain(format!("{}-route", self.app))
+    }
+
+    /// The unauthenticated HTTPRoute: `<app>-public-route`.
+    pub fn public_route(&self) -> String {
+        self.subdomain(format!("{}-public-route", self.app))
+    }
+
+    /// The SecurityPolicy: `<app>-security`.
+    pub fn security_policy(&self) -> String {
+        self.subdomain(format!("{}-security", self.app))
+    }
+
+    /// The Certificate in the gateway namespace: `<app>-<ns>-cert`.
+    pub fn certificate(&self) -> String {
+        self.subdomain(format!("{}-{}-cert", self.app, self.namespace))
+    }
+
+    /// The certificate's Secret in the gateway namespace: `<app>-<ns>-tls`.
+    pub fn tls_secret(&self) -> String {
+        self.subdomain(format!("{}-{}-tls", self.app, self.namespace))
+    }
+
+    /// The per-app Gateway listener: `tls-<app>-<ns>` (listener names are DNS-1123 labels: at most 63 chars).
+    pub fn listener(&self) -> String {
+        truncate_with_hash(&format!("tls-{}-{}", self.app, self.namespace), DNS1123_LABEL_MAX)
+    }
+
+    /// The OIDC client Secret: `<app>-oidc-client`.
+    pub fn oidc_secret(&self) -> String {
+        self.subdomain(format!("{}-oidc-client", self.app))
+    }
+
+    /// The Role and RoleBinding letting the app's ServiceAccount read its OIDC Secret.
+    pub fn secret_reader(&self) -> String {
+        self.subdomain(format!("{}-oidc-secret-reader", self.app))
+    }
+
+    /// The confidential Keycloak client: `<ns>-<app>`.
+    pub fn keycloak_client(&self) -> String {
+        format!("{}-{}", self.namespace, self.app)
+    }
+
+    /// The SPA Keycloak client: the override, or `<ns>-<app>-spa`.
+    pub fn keycloak_spa_client(&self, override_id: Option<&str>) -> String {
+        match override_id {
+            Some(id) if !id.is_empty() => id.to_string(),
+            _ => format!("{}-{}-spa", self.namespace, self.app),
+        }
+    }
+
+    /// The device-flow Keycloak client: `<ns>-<app>-device`.
+    pub fn keycloak_device_client(&self) -> String {
+        format!("{}-{}-device", self.namespace, self.app)
+    }
+
+    /// The app as recorded on its Keycloak clients: `<ns>/<app>` (see `keycloak_sync::OWNER_ATTRIBUTE`).
+    pub fn owner(&self) -> String {
+        format!("{}/{}", self.namespace, self.app)
+    }
+
+    /// The Keycloak client ids derived from the app's own name (confidential, default SPA, device flow): the only
+    /// ids under which a client without an owner is adopted (one made by the replaced operator).
+    pub fn derived_client_ids(&self) -> [String; 3] {
+        [
+            self.keycloak_client(),
+            self.keycloak_spa_client(None),
+            self.keycloak_device_client(),
+        ]
+    }
+
+    /// The field manager that owns this app's listener on the shared Gateway (one per app, so each app's
+    /// listener is an independently owned item of the `listeners` list-map).
+    pub fn listener_field_manager(&self) -> String {
+        truncate_with_hash(
+            &format!("platform-operator-nebariapp-{}-{}", self.namespace, self.app),
+            128,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_match_the_original_operator() {
+        let n = AppNames::new("data", "jupyter");
+        assert_eq!(n.route(), "jupyter-route");
+        assert_eq!(n.public_route(), "jupyter-public-route");
+        assert_eq!(n.security_policy(), "jupyter-security");
+        assert_eq!(n.certificate(), "jupyter-data-cert");
+        assert_eq!(n.tls_secret(), "jupyter-data-tls");
+        assert_eq!(n.listener(), "tls-jupyter-data");
+        assert_eq!(n.oidc_secret(), "jupyter-oidc-client");
+        assert_eq!(n.secret_reader(), "jupyter-oidc-secret-reader");
+        assert_eq!(n.keycloak_client(), "data-jupyter");
+        assert_eq!(n.keycloak_spa_client(None), "data-jupyter-spa");
+        assert_eq!(n.keycloak_spa_client(Some("custom")), "custom");
+        assert_eq!(n.keycloak_device_client(), "data-jupyter-device");
+    }
+
+    #[test]
+    fn long_listener_names_stay_valid_labels() {
+        let n = AppNames::new(&"n".repeat(40), &"a".repeat(40));
+        let listener = n.listener();
+        assert!(listener.len() <= 63);
+        framework::names::check_dns1123_label(&listener).expect("listener name is a DNS label");
+        assert_eq!(
+            listener,
+            AppNames::new(&"n".repeat(40), &"a".repeat(40)).listener(),
+            "stable"
+        );
+    }
+}

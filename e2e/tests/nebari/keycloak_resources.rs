@@ -1,0 +1,364 @@
+//! The realm resources an app asks for: groups with additive memberships (unknown users are warned about, not
+//! fatal), protocol mappers, and the SPA and device-flow clients, which disappear when turned off.
+
+use std::time::Duration;
+
+use e2e::keycloak::{ClientSeed, Fault, UserSeed};
+use serde_json::{Value, json};
+
+use crate::support::{REALM, Setup, World, condition};
+
+fn mapper_names(client: &Value) -> Vec<String> {
+    client["protocolMappers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["name"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[tokio::test]
+async fn groups_are_created_and_members_added_without_removing_anyone_and_unknown_users_are_only_warned_about() {
+    let world = World::start(Setup::default()).await;
+    let hooks = world.keycloak.hooks();
+    for user in [
+        UserSeed::new(REALM, "alice"),
+        UserSeed::new(REALM, "bob"),
+        UserSeed::new(REALM, "carol").member_of("/admins"),
+    ] {
+        hooks.seed_user(&user).expect("seed a user");
+    }
+    world
+        .apply_app(
+            "web",
+            json!({
+                "routing": {},
+                "landingPage": {"enabled": true, "displayName": "Web", "category": "Data"},
+                "auth": {
+                    "enabled": true,
+                    "scopes": ["openid", "profile", "email", "groups"],
+                    "groups": ["admins", "viewers"],
+                    "keycloakConfig": {"groups": [
+                        {"name": "admins", "members": ["alice", "ghost"]},
+                        {"name": "data-team", "members": ["bob"]},
+                    ]},
+                },
+            }),
+        )
+        .await;
+    let app = world.wait_ready("web").await;
+    assert_eq!(
+        condition(&app, "AuthReady").map(|c| c.0),
+        Some("True".to_string()),
+        "an unknown user is not fatal"
+    );
+
+    let members = |path: &str| hooks.group_members(REALM, path);
+    assert_eq!(
+        members("/admins"),
+        Some(vec!["alice".to_string(), "carol".to_string()]),
+        "added, nobody removed"
+    );
+    assert_eq!(members("/viewers"), Some(Vec::new()), "auth.groups are created");
+    assert_eq!(members("/data-team"), Some(vec!["bob".to_string()]));
+    let note = world.wait_event("web", "KeycloakWarning").await;
+    assert!(note.contains("ghost") && note.contains("admins"), "{note}");
+
+    let client = world
+        .keycloak_client(&format!("{}-web", world.namespace))
+        .expect("client");
+    assert!(
+        mapper_names(&client).contains(&"group-membership".to_string()),
+        "the groups scope adds the groups mapper"
+    );
+    let discovery = app.status.and_then(|s| s.service_discovery).expect("serviceDiscovery");
+    assert_eq!(discovery.url.as_deref(), Some("https://web.example.com"));
+    assert_eq!(discovery.visibility.as_deref(), Some("private"));
+    assert_eq!(
+        discovery.required_groups,
+        Some(vec!["admins".to_string(), "viewers".to_string()])
+    );
+}
+
+#[tokio::test]
+async fn configured_protocol_mappers_replace_the_default_groups_mapper() {
+    let world = World::start(Setup::default()).await;
+    let mapper = json!({
+        "name": "department", "protocolMapper": "oidc-usermodel-attribute-mapper",
+        "config": {"user.attribute": "department", "claim.name": "department", "access.token.claim": "true"},
+    });
+    world
+        .apply_app(
+            "web",
+            json!({"routing": {}, "auth": {"enabled": true, "scopes": ["openid", "groups"], "keycloakConfig": {"protocolMappers": [mapper]}}}),
+        )
+        .await;
+    world.wait_ready("web").await;
+    let client = world
+        .keycloak_client(&format!("{}-web", world.namespace))
+        .expect("client");
+    let names = mapper_names(&client);
+    assert!(names.contains(&"department".to_string()), "{names:?}");
+    assert!(
+        !names.contains(&"group-membership".to_string()),
+        "the user's mappers take full control: {names:?}"
+    );
+    let department = client["protocolMappers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|m| m["name"] == "department");
+    assert_eq!(
+        department.map(|m| m["config"]["claim.name"].clone()),
+        Some(json!("department"))
+    );
+}
+
+#[tokio::test]
+async fn spa_and_device_flow_clients_are_provisioned_and_deleted_when_turned_off() {
+    let world = World::start(Setup::default()).await;
+    let ns = world.namespace.clone();
+    let (confidential, spa, device) = (format!("{ns}-web"), format!("{ns}-web-spa"), format!("{ns}-web-device"));
+    let auth = |spa: Value, device: bool| json!({"routing": {}, "auth": {"enabled": true, "spaClient": spa, "deviceFlowClient": {"enabled": device}}});
+    world.apply_app("web", auth(json!({"enabled": true}), true)).await;
+    world.wait_ready("web").await;
+
+    let spa_client = world.keycloak_client(&spa).expect("the SPA client exists");
+    assert_eq!(spa_client["publicClient"], true);
+    assert_eq!(spa_client["standardFlowEnabled"], true);
+    assert_eq!(spa_client["attributes"]["pkce.code.challenge.method"], "S256");
+    let uris = spa_client["redirectUris"].as_array().expect("redirect URIs");
+    assert!(
+        uris.contains(&json!("https://web.example.com/*")) && uris.contains(&json!("https://web.example.com")),
+        "{uris:?}"
+    );
+    let device_client = world.keycloak_client(&device).expect("the device-flow client exists");
+    assert_eq!(device_client["publicClient"], true);
+    assert_eq!(device_client["standardFlowEnabled"], false);
+    assert_eq!(
+        device_client["attributes"]["oauth2.device.authorization.grant.enabled"],
+        "true"
+    );
+    let audience = device_client["protocolMappers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|m| m["protocolMapper"] == "oidc-audience-mapper");
+    assert_eq!(
+        audience.map(|m| m["config"]["included.client.audience"].clone()),
+        Some(json!(confidential))
+    );
+    let data = world.secret_data("web-oidc-client").await.expect("Secret");
+    assert_eq!(
+        (data.get("spa-client-id"), data.get("device-client-id")),
+        (Some(&spa), Some(&device))
+    );
+
+    // SPA off: its client and Secret key go, the device client stays.
+    world.apply_app("web", auth(json!({"enabled": false}), true)).await;
+    world
+        .wait_object(&crate::support::secrets(), &ns, "web-oidc-client", |s| {
+            s["data"].get("spa-client-id").is_none()
+        })
+        .await;
+    world.wait_ready("web").await;
+    assert!(world.keycloak_client(&spa).is_none(), "the SPA client is deleted");
+    assert!(world.keycloak_client(&device).is_some());
+
+    // Device flow off, then on again (the hash covers it, unlike the original's).
+    world.apply_app("web", auth(json!({"enabled": false}), false)).await;
+    world
+        .wait_object(&crate::support::secrets(), &ns, "web-oidc-client", |s| {
+            s["data"].get("device-client-id").is_none()
+        })
+        .await;
+    world.wait_ready("web").await;
+    assert!(
+        world.keycloak_client(&device).is_none(),
+        "the device-flow client is deleted"
+    );
+    world
+        .apply_app("web", auth(json!({"enabled": true, "clientId": "web-frontend"}), true))
+        .await;
+    world
+        .wait_object(&crate::support::secrets(), &ns, "web-oidc-client", |s| {
+            s["data"].get("device-client-id").is_some()
+        })
+        .await;
+    world.wait_ready("web").await;
+    assert!(
+        world.keycloak_client(&device).is_some(),
+        "enabling device flow later provisions it"
+    );
+    assert!(
+        world
+            .keycloak_client("web-frontend")
+            .is_some_and(|c| c["publicClient"] == true),
+        "SPA client id override"
+    );
+    assert!(world.keycloak_client(&spa).is_none());
+    assert!(world.keycloak_client(&confidential).is_some());
+}
+
+#[tokio::test]
+async fn token_exchange_grants_every_other_provisioned_app_including_ones_created_later() {
+    let world = World::start(Setup::default()).await;
+    let hooks = world.keycloak.hooks();
+    hooks.set_fine_grained_authz_v1(true);
+    let ns = world.namespace.clone();
+    world
+        .apply_app(
+            "api",
+            json!({"routing": {}, "auth": {"enabled": true, "tokenExchange": {"enabled": true}}}),
+        )
+        .await;
+    world
+        .apply_app("web", json!({"routing": {}, "auth": {"enabled": true}}))
+        .await;
+    world.wait_ready("api").await;
+    world.wait_ready("web").await;
+    let api_id = world.keycloak_client(&format!("{ns}-api")).expect("api client")["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    let permission = format!("token-exchange.permission.client.{api_id}");
+    let (permission, ns) = (&permission, &ns);
+    let granted = |peer: &str| {
+        let expected = format!("{ns}-{peer}-token-exchange");
+        move || {
+            let policies = hooks.permission_policies(REALM, permission);
+            let found = policies
+                .as_ref()
+                .is_some_and(|(strategy, names)| strategy == "AFFIRMATIVE" && names.contains(&expected));
+            async move {
+                if found {
+                    Ok(Some(()))
+                } else {
+                    Err(format!("{policies:?}"))
+                }
+            }
+        }
+    };
+    e2e::harness::wait_until(
+        "web may exchange tokens for api",
+        e2e::harness::Deadline::secs(30),
+        granted("web"),
+    )
+    .await;
+
+    // A third app appears later and its client takes a while to create: it is granted once that client exists
+    // (not skipped for good because the target re-provisioned first).
+    hooks.add_fault(
+        Fault::on("POST", "/admin/realms/{realm}/clients")
+            .latency(Duration::from_millis(1500))
+            .times(1),
+    );
+    world
+        .apply_app("cli", json!({"routing": {}, "auth": {"enabled": true}}))
+        .await;
+    world.wait_ready("cli").await;
+    e2e::harness::wait_until(
+        "cli may exchange tokens for api",
+        e2e::harness::Deadline::secs(30),
+        granted("cli"),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn an_spa_client_id_naming_another_apps_or_an_unmanaged_client_is_refused_and_that_client_left_alone() {
+    let world = World::start(Setup::default()).await;
+    let ns = world.namespace.clone();
+    let victim = format!("{ns}-web");
+    world
+        .apply_app("web", json!({"routing": {}, "auth": {"enabled": true}}))
+        .await;
+    world.wait_ready("web").await;
+    let before = world.keycloak_client(&victim).expect("web's client");
+    assert_eq!(
+        before["attributes"]["nebari.dev/owner"],
+        format!("{ns}/web"),
+        "clients record their app"
+    );
+    let hooks = world.keycloak.hooks();
+    hooks
+        .seed_client(&ClientSeed {
+            public_client: true,
+            ..ClientSeed::confidential(REALM, "admin-console")
+        })
+        .expect("seed an unmanaged client");
+    let unmanaged = world.keycloak_client("admin-console").expect("seeded");
+
+    // Another app claims web's client as its SPA client: refused, web's client untouched.
+    let spa = |client_id: &str, enabled: bool| json!({"routing": {}, "auth": {"enabled": true, "spaClient": {"enabled": enabled, "clientId": client_id}}});
+    world.apply_app("thief", spa(&victim, true)).await;
+    let message = world
+        .wait_condition("thief", "AuthReady", "False", "InvalidConfiguration")
+        .await;
+    assert!(
+        message.contains(&victim) && message.contains(&format!("{ns}/web")),
+        "{message}"
+    );
+    // Or an unmanaged one.
+    world.apply_app("thief", spa("admin-console", true)).await;
+    let message = world
+        .wait_condition_containing("thief", "AuthReady", "False", "InvalidConfiguration", "admin-console")
+        .await;
+    assert!(message.contains("not managed by this NebariApp"), "{message}");
+
+    // Turned off, the claimed ids are not deleted either; nor when the app goes away.
+    world.apply_app("thief", spa(&victim, false)).await;
+    world.wait_ready("thief").await;
+    world.apply_app("thief", spa("admin-console", false)).await;
+    world.wait_ready("thief").await;
+    world.delete_app("thief").await;
+    e2e::harness::wait_until("thief to be deleted", e2e::harness::Deadline::secs(30), || async {
+        Ok(world
+            .apps()
+            .get_opt("thief")
+            .await
+            .map_err(|e| e.to_string())?
+            .is_none()
+            .then_some(()))
+    })
+    .await;
+    assert_eq!(
+        world.keycloak_client(&victim),
+        Some(before),
+        "web's client was neither changed nor deleted"
+    );
+    assert_eq!(
+        world.keycloak_client("admin-console"),
+        Some(unmanaged),
+        "the unmanaged client was left alone"
+    );
+    world.wait_ready("web").await;
+}
+
+#[tokio::test]
+async fn a_client_left_by_the_original_operator_is_adopted_and_keeps_its_secret() {
+    let world = World::start(Setup::default()).await;
+    let client_id = format!("{}-web", world.namespace);
+    let seed = ClientSeed {
+        secret: Some("secret-from-the-original-operator".into()),
+        redirect_uris: vec!["https://web.example.com/oauth2/callback".into()],
+        ..ClientSeed::confidential(REALM, &client_id)
+    };
+    world.keycloak.hooks().seed_client(&seed).expect("seed the old client");
+    world
+        .apply_app("web", json!({"routing": {}, "auth": {"enabled": true}}))
+        .await;
+    world.wait_ready("web").await;
+    let client = world.keycloak_client(&client_id).expect("client");
+    assert_eq!(
+        client["attributes"]["nebari.dev/owner"],
+        format!("{}/web", world.namespace),
+        "adopted"
+    );
+    let data = world.secret_data("web-oidc-client").await.expect("Secret");
+    assert_eq!(
+        data.get("client-secret").map(String::as_str),
+        Some("secret-from-the-original-operator"),
+        "running apps keep working"
+    );
+}

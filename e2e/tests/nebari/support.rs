@@ -1,0 +1,761 @@
+//! The world of one NebariApp test: its own API emulator with the NebariApp and third-party CRDs, the two shared
+//! Gateways (with a listener another tool owns), an opted-in namespace with the backend Service, its own Keycloak
+//! emulator with the `nebari` realm and the admin credentials Secret, and the real `manager` running only the
+//! NebariApp controller. The test plays cert-manager and Envoy Gateway through `e2e::fixtures::standins`.
+
+use std::cell::Cell;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crds::nebari::NebariApp;
+use e2e::fixtures::{standins, third_party_crds};
+use e2e::harness::{Deadline, ManagerOptions, ManagerProcess, TestCluster, wait_until};
+use e2e::keycloak::{EmulatorConfig, EmulatorHandle, KeycloakEmulator};
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::{Namespace, Secret, Service, ServicePort, ServiceSpec};
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::core::{DynamicObject, GroupVersionKind};
+use kube::discovery::ApiResource;
+use serde_json::{Value, json};
+
+/// Namespace of the shared Gateways, Certificates and TLS Secrets (the operator's default).
+pub const GATEWAY_NAMESPACE: &str = "envoy-gateway-system";
+/// The public shared Gateway.
+pub const PUBLIC_GATEWAY: &str = "nebari-gateway";
+/// The internal shared Gateway.
+pub const INTERNAL_GATEWAY: &str = "nebari-internal-gateway";
+/// The Keycloak realm the manager provisions clients in.
+pub const REALM: &str = "nebari";
+/// The ClusterIssuer handed to the manager when a test wants issued certificates.
+pub const CLUSTER_ISSUER: &str = "e2e-issuer";
+/// The browser-facing Keycloak URL handed to the manager.
+pub const KEYCLOAK_EXTERNAL_URL: &str = "https://keycloak.example.com";
+/// The admin credentials Secret the manager reads.
+pub const ADMIN_SECRET: &str = "nebari-realm-admin-credentials";
+/// Its namespace.
+pub const ADMIN_SECRET_NAMESPACE: &str = "keycloak";
+/// The Keycloak administrator's password: distinctive, so a test can tell it never reaches a log.
+pub const ADMIN_PASSWORD: &str = "e2e-admin-password-5f2c91";
+/// The listener Argo CD (another field manager) owns on both shared Gateways.
+pub const ARGOCD_LISTENER: &str = "argocd-server";
+/// The field manager of that listener.
+pub const ARGOCD_MANAGER: &str = "argocd";
+/// The backend Service every test app routes to, and its port.
+pub const SERVICE: &str = "web";
+/// See [`SERVICE`].
+pub const SERVICE_PORT: i32 = 8080;
+/// The controller name in metrics.
+const CONTROLLER: (&str, &str) = ("controller", "nebariapp");
+
+/// What to set up besides the cluster, the Gateways and Keycloak.
+pub struct Setup {
+    /// Label the test namespace `nebari.dev/managed=true`.
+    pub opted_in: bool,
+    /// Create the backend Service.
+    pub service: bool,
+    /// Give the manager a ClusterIssuer (apps then get a Certificate and a listener of their own).
+    pub cluster_issuer: bool,
+    /// Start the manager.
+    pub manager: bool,
+}
+
+impl Default for Setup {
+    fn default() -> Self {
+        Self {
+            opted_in: true,
+            service: true,
+            cluster_issuer: false,
+            manager: true,
+        }
+    }
+}
+
+/// One test's world.
+pub struct World {
+    /// The manager; declared first so it is dropped (printing its log on failure) before the rest goes away.
+    pub manager: Option<ManagerProcess>,
+    /// The Keycloak emulator.
+    pub keycloak: EmulatorHandle,
+    /// The control plane.
+    pub cluster: TestCluster,
+    /// The test's (app) namespace.
+    pub namespace: String,
+}
+
+fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
+    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
+}
+
+/// HTTPRoutes.
+pub fn http_routes() -> ApiResource {
+    resource("gateway.networking.k8s.io", "v1", "HTTPRoute", "httproutes")
+}
+
+/// Envoy Gateway SecurityPolicies.
+pub fn security_policies() -> ApiResource {
+    resource(
+        "gateway.envoyproxy.io",
+        "v1alpha1",
+        "SecurityPolicy",
+        "securitypolicies",
+    )
+}
+
+/// cert-manager Certificates.
+pub fn certificates() -> ApiResource {
+    resource("cert-manager.io", "v1", "Certificate", "certificates")
+}
+
+/// Secrets (as JSON, for [`World::wait_object`]).
+pub fn secrets() -> ApiResource {
+    resource("", "v1", "Secret", "secrets")
+}
+
+/// Gateway API Gateways.
+pub fn gateways() -> ApiResource {
+    resource("gateway.networking.k8s.io", "v1", "Gateway", "gateways")
+}
+
+/// A shared Gateway with the platform's `http` and `https` listeners.
+fn shared_gateway(name: &str) -> Value {
+    json!({
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "Gateway",
+        "metadata": {"name": name, "namespace": GATEWAY_NAMESPACE},
+        "spec": {
+            "gatewayClassName": "envoy-gateway",
+            "listeners": [
+                {"name": "http", "port": 80, "protocol": "HTTP", "allowedRoutes": {"namespaces": {"from": "All"}}},
+                {"name": "https", "port": 443, "protocol": "HTTPS", "hostname": "*.example.com",
+                 "tls": {"mode": "Terminate", "certificateRefs": [{"kind": "Secret", "name": "nebari-gateway-tls"}]},
+                 "allowedRoutes": {"namespaces": {"from": "All"}}},
+            ],
+        },
+    })
+}
+
+/// The listener Argo CD applies to a shared Gateway for `hostname`.
+pub fn argocd_listener(hostname: &str) -> Value {
+    json!({
+        "name": ARGOCD_LISTENER,
+        "hostname": hostname,
+        "port": 443,
+        "protocol": "HTTPS",
+        "tls": {"mode": "Terminate", "certificateRefs": [{"kind": "Secret", "name": "argocd-tls"}]},
+        "allowedRoutes": {"namespaces": {"from": "Same"}},
+    })
+}
+
+impl World {
+    /// Sets up a world.
+    pub async fn start(setup: Setup) -> World {
+        let config = EmulatorConfig {
+            admin_password: ADMIN_PASSWORD.to_string(),
+            ..EmulatorConfig::with_realm(REALM)
+        };
+        let keycloak = KeycloakEmulator::start(config).await.expect("start Keycloak");
+        let cluster = TestCluster::start().await;
+        let mut all = crds::all();
+        all.extend(third_party_crds::for_nebari());
+        cluster.install_crds(&all).await;
+        cluster.create_namespace_named(GATEWAY_NAMESPACE, &[]).await;
+        cluster.create_namespace_named(ADMIN_SECRET_NAMESPACE, &[]).await;
+        let namespace = cluster.create_namespace("team").await;
+        let mut world = World {
+            manager: None,
+            keycloak,
+            cluster,
+            namespace,
+        };
+        world.write_admin_secret().await;
+        world.create_gateways().await;
+        if setup.opted_in {
+            world.opt_in().await;
+        }
+        if setup.service {
+            world.create_service(SERVICE_PORT).await;
+        }
+        if setup.manager {
+            world.start_manager(setup.cluster_issuer).await;
+        }
+        world
+    }
+
+    /// The manager's arguments for this world.
+    pub fn manager_args(&self, cluster_issuer: bool) -> Vec<String> {
+        let mut args = vec![
+            "--controllers=nebariapp".to_string(),
+            format!("--keycloak-url={}", self.keycloak.url()),
+            format!("--keycloak-realm={REALM}"),
+            format!("--keycloak-admin-secret-name={ADMIN_SECRET}"),
+            format!("--keycloak-admin-secret-namespace={ADMIN_SECRET_NAMESPACE}"),
+            format!("--keycloak-external-url={KEYCLOAK_EXTERNAL_URL}"),
+            "--keycloak-api-timeout-seconds=5".to_string(),
+            format!("--nebari-gateway-namespace={GATEWAY_NAMESPACE}"),
+        ];
+        if cluster_issuer {
+            args.push(format!("--nebari-cluster-issuer={CLUSTER_ISSUER}"));
+        }
+        args
+    }
+
+    /// Starts the manager running only the NebariApp controller.
+    pub async fn start_manager(&mut self, cluster_issuer: bool) {
+        let args = self.manager_args(cluster_issuer);
+        self.manager = Some(ManagerProcess::start(&self.cluster, ManagerOptions { args, env: Vec::new() }).await);
+    }
+
+    /// The running manager.
+    pub fn manager(&self) -> &ManagerProcess {
+        self.manager.as_ref().expect("the manager was started")
+    }
+
+    async fn write_admin_secret(&self) {
+        let (username, password) = self.keycloak.admin_credentials();
+        let secret = Secret {
+            metadata: ObjectMeta {
+                name: Some(ADMIN_SECRET.into()),
+                ..Default::default()
+            },
+            data: Some(BTreeMap::from([
+                ("username".to_string(), ByteString(username.as_bytes().to_vec())),
+                ("password".to_string(), ByteString(password.as_bytes().to_vec())),
+            ])),
+            ..Default::default()
+        };
+        let api: Api<Secret> = Api::namespaced(self.cluster.client(), ADMIN_SECRET_NAMESPACE);
+        api.create(&PostParams::default(), &secret)
+            .await
+            .expect("create the Keycloak admin Secret");
+    }
+
+    async fn create_gateways(&self) {
+        let api = standins::gateways(&self.cluster.client(), GATEWAY_NAMESPACE);
+        for name in [PUBLIC_GATEWAY, INTERNAL_GATEWAY] {
+            api.patch(
+                name,
+                &PatchParams::apply("platform-admin"),
+                &Patch::Apply(&shared_gateway(name)),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("create Gateway {name}: {e}"));
+            self.apply_argocd_listener(name, "argocd.example.com")
+                .await
+                .expect("apply the Argo CD listener");
+            standins::program_gateway(&self.cluster.client(), GATEWAY_NAMESPACE, name)
+                .await
+                .unwrap_or_else(|e| panic!("program Gateway {name}: {e}"));
+        }
+    }
+
+    /// Applies Argo CD's listener (its own field manager) to `gateway`.
+    pub async fn apply_argocd_listener(&self, gateway: &str, hostname: &str) -> Result<(), kube::Error> {
+        let body = json!({
+            "apiVersion": "gateway.networking.k8s.io/v1",
+            "kind": "Gateway",
+            "metadata": {"name": gateway, "namespace": GATEWAY_NAMESPACE},
+            "spec": {"listeners": [argocd_listener(hostname)]},
+        });
+        standins::gateways(&self.cluster.client(), GATEWAY_NAMESPACE)
+            .patch(gateway, &PatchParams::apply(ARGOCD_MANAGER), &Patch::Apply(&body))
+            .await
+            .map(|_| ())
+    }
+
+    /// Labels the test namespace `nebari.dev/managed=true`.
+    pub async fn opt_in(&self) {
+        let api: Api<Namespace> = Api::all(self.cluster.client());
+        let patch = json!({"metadata": {"labels": {"nebari.dev/managed": "true"}}});
+        api.patch(&self.namespace, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .expect("label the namespace");
+    }
+
+    /// Creates the backend Service exposing `port`.
+    pub async fn create_service(&self, port: i32) {
+        let service = Service {
+            metadata: ObjectMeta {
+                name: Some(SERVICE.into()),
+                ..Default::default()
+            },
+            spec: Some(ServiceSpec {
+                selector: Some(BTreeMap::from([("app".to_string(), SERVICE.to_string())])),
+                ports: Some(vec![ServicePort {
+                    name: Some("http".into()),
+                    port,
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        self.services()
+            .create(&PostParams::default(), &service)
+            .await
+            .expect("create the backend Service");
+    }
+
+    /// The Services of the test namespace.
+    pub fn services(&self) -> Api<Service> {
+        Api::namespaced(self.cluster.client(), &self.namespace)
+    }
+
+    /// A NebariApp document named `name` with `spec` (hostname `<name>.example.com` and the backend Service are
+    /// filled in unless `spec` sets them).
+    pub fn app_document(&self, name: &str, spec: Value) -> Value {
+        let mut full = json!({
+            "hostname": format!("{name}.example.com"),
+            "service": {"name": SERVICE, "port": SERVICE_PORT},
+        });
+        if let (Some(full), Some(extra)) = (full.as_object_mut(), spec.as_object()) {
+            for (key, value) in extra {
+                full.insert(key.clone(), value.clone());
+            }
+        }
+        json!({
+            "apiVersion": "reconcilers.nebari.dev/v1",
+            "kind": "NebariApp",
+            "metadata": {"name": name, "namespace": self.namespace},
+            "spec": full,
+        })
+    }
+
+    /// `kubectl apply` of a NebariApp, as a user would (fields left out of a re-apply are removed).
+    pub async fn apply_app(&self, name: &str, spec: Value) {
+        let document = self.app_document(name, spec);
+        self.cluster.kubectl().apply(&document.to_string()).await;
+    }
+
+    /// The NebariApps of the test namespace.
+    pub fn apps(&self) -> Api<NebariApp> {
+        Api::namespaced(self.cluster.client(), &self.namespace)
+    }
+
+    /// The app as stored.
+    pub async fn app(&self, name: &str) -> NebariApp {
+        self.apps()
+            .get(name)
+            .await
+            .unwrap_or_else(|e| panic!("read NebariApp {name}: {e}"))
+    }
+
+    /// Merges `annotations` into the app's metadata (a `null` value removes one).
+    pub async fn annotate_app(&self, name: &str, annotations: Value) {
+        let patch = json!({"metadata": {"annotations": annotations}});
+        self.apps()
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .expect("annotate the app");
+    }
+
+    /// Deletes the app (the finalizer then runs).
+    pub async fn delete_app(&self, name: &str) {
+        self.apps()
+            .delete(name, &DeleteParams::default())
+            .await
+            .expect("delete the app");
+    }
+
+    /// Waits until the app is Ready for its current generation; returns it.
+    pub async fn wait_ready(&self, name: &str) -> NebariApp {
+        let api = self.apps();
+        wait_until(&format!("NebariApp {name} Ready"), Deadline::secs(30), || {
+            let api = api.clone();
+            async move {
+                let app = api.get(name).await.map_err(|e| e.to_string())?;
+                let status = app.status.clone().unwrap_or_default();
+                let ready = status
+                    .conditions
+                    .iter()
+                    .any(|c| c.type_ == "Ready" && c.status == "True");
+                let current =
+                    status.observed_generation.is_some() && status.observed_generation == app.metadata.generation;
+                if ready && current {
+                    Ok(Some(app))
+                } else {
+                    Err(format!("{:?}", status.conditions))
+                }
+            }
+        })
+        .await
+    }
+
+    /// Waits until condition `type_` of the app has `status` and `reason`; returns its message.
+    pub async fn wait_condition(&self, name: &str, type_: &str, status: &str, reason: &str) -> String {
+        self.wait_condition_containing(name, type_, status, reason, "").await
+    }
+
+    /// Waits until condition `type_` of the app has `status`, `reason` and a message containing `needle`;
+    /// returns the message.
+    pub async fn wait_condition_containing(
+        &self,
+        name: &str,
+        type_: &str,
+        status: &str,
+        reason: &str,
+        needle: &str,
+    ) -> String {
+        let api = self.apps();
+        let what = format!("NebariApp {name} condition {type_}={status} ({reason}) mentioning {needle:?}");
+        wait_until(&what, Deadline::secs(30), || {
+            let api = api.clone();
+            async move {
+                let app = api.get(name).await.map_err(|e| e.to_string())?;
+                let conditions = app.status.map(|s| s.conditions).unwrap_or_default();
+                match conditions.iter().find(|c| c.type_ == type_) {
+                    Some(c) if c.status == status && c.reason == reason && c.message.contains(needle) => {
+                        Ok(Some(c.message.clone()))
+                    }
+                    _ => Err(format!("{conditions:?}")),
+                }
+            }
+        })
+        .await
+    }
+
+    /// A namespaced object of `resource` as JSON, if it exists.
+    pub async fn object(&self, resource: &ApiResource, namespace: &str, name: &str) -> Option<Value> {
+        let api: Api<DynamicObject> = Api::namespaced_with(self.cluster.client(), namespace, resource);
+        let object = api
+            .get_opt(name)
+            .await
+            .unwrap_or_else(|e| panic!("read {} {namespace}/{name}: {e}", resource.kind));
+        object.map(|o| serde_json::to_value(o).expect("objects serialize"))
+    }
+
+    /// Waits until that object exists (and `check` accepts it); returns it.
+    pub async fn wait_object(
+        &self,
+        resource: &ApiResource,
+        namespace: &str,
+        name: &str,
+        check: impl Fn(&Value) -> bool,
+    ) -> Value {
+        let api: Api<DynamicObject> = Api::namespaced_with(self.cluster.client(), namespace, resource);
+        let check = &check;
+        wait_until(
+            &format!("{} {namespace}/{name}", resource.kind),
+            Deadline::secs(30),
+            || {
+                let api = api.clone();
+                async move {
+                    match api.get_opt(name).await.map_err(|e| e.to_string())? {
+                        Some(object) => {
+                            let value = serde_json::to_value(object).map_err(|e| e.to_string())?;
+                            if check(&value) {
+                                Ok(Some(value))
+                            } else {
+                                Err(value.to_string())
+                            }
+                        }
+                        None => Err("absent".to_string()),
+                    }
+                }
+            },
+        )
+        .await
+    }
+
+    /// Waits until that object is gone.
+    pub async fn wait_object_gone(&self, resource: &ApiResource, namespace: &str, name: &str) {
+        let api: Api<DynamicObject> = Api::namespaced_with(self.cluster.client(), namespace, resource);
+        wait_until(
+            &format!("{} {namespace}/{name} to be deleted", resource.kind),
+            Deadline::secs(30),
+            || {
+                let api = api.clone();
+                async move {
+                    match api.get_opt(name).await.map_err(|e| e.to_string())? {
+                        Some(_) => Err("still there".to_string()),
+                        None => Ok(Some(())),
+                    }
+                }
+            },
+        )
+        .await
+    }
+
+    /// A typed object of the test namespace, if it exists.
+    pub async fn typed<K>(&self, name: &str) -> Option<K>
+    where
+        K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+            + Clone
+            + serde::de::DeserializeOwned
+            + std::fmt::Debug,
+    {
+        let api: Api<K> = Api::namespaced(self.cluster.client(), &self.namespace);
+        api.get_opt(name).await.unwrap_or_else(|e| panic!("read {name}: {e}"))
+    }
+
+    /// Waits until a typed object of the test namespace is gone.
+    pub async fn wait_typed_gone<K>(&self, name: &str)
+    where
+        K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+            + Clone
+            + serde::de::DeserializeOwned
+            + std::fmt::Debug,
+    {
+        let api: Api<K> = Api::namespaced(self.cluster.client(), &self.namespace);
+        wait_until(
+            &format!("{} {name} to be deleted", K::kind(&())),
+            Deadline::secs(30),
+            || {
+                let api = api.clone();
+                async move {
+                    match api.get_opt(name).await.map_err(|e| e.to_string())? {
+                        Some(_) => Err("still there".to_string()),
+                        None => Ok(Some(())),
+                    }
+                }
+            },
+        )
+        .await
+    }
+
+    /// The string values of a Secret of the test namespace.
+    pub async fn secret_data(&self, name: &str) -> Option<BTreeMap<String, String>> {
+        let secret: Secret = self.typed(name).await?;
+        Some(
+            secret
+                .data
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(k, v)| (k, String::from_utf8_lossy(&v.0).into_owned()))
+                .collect(),
+        )
+    }
+
+    /// A shared Gateway as JSON.
+    pub async fn gateway(&self, name: &str) -> Value {
+        self.object(&gateways(), GATEWAY_NAMESPACE, name)
+            .await
+            .unwrap_or_else(|| panic!("Gateway {name} exists"))
+    }
+
+    /// The names of a shared Gateway's listeners, in order.
+    pub async fn listener_names(&self, gateway: &str) -> Vec<String> {
+        listener_names(&self.gateway(gateway).await)
+    }
+
+    /// Waits until `gateway`'s listener names satisfy `check`; returns the Gateway.
+    pub async fn wait_listeners(&self, gateway: &str, check: impl Fn(&[String]) -> bool) -> Value {
+        self.wait_object(&gateways(), GATEWAY_NAMESPACE, gateway, |g| check(&listener_names(g)))
+            .await
+    }
+
+    /// The events about the app `name`, oldest first.
+    pub async fn events(&self, name: &str) -> Vec<Event> {
+        let api: Api<Event> = Api::namespaced(self.cluster.client(), &self.namespace);
+        let mut events: Vec<Event> = api
+            .list(&Default::default())
+            .await
+            .expect("list events")
+            .items
+            .into_iter()
+            .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+            .collect();
+        events.sort_by_key(|e| e.metadata.creation_timestamp.clone().map(|t| t.0));
+        events
+    }
+
+    /// Waits for an event with `reason` about the app; returns its note.
+    pub async fn wait_event(&self, name: &str, reason: &str) -> String {
+        wait_until(
+            &format!("event {reason} about {name}"),
+            Deadline::secs(30),
+            || async move {
+                let events = self.events(name).await;
+                match events.iter().find(|e| e.reason.as_deref() == Some(reason)) {
+                    Some(e) => Ok(Some(e.note.clone().unwrap_or_default())),
+                    None => Err(format!(
+                        "{:?}",
+                        events.iter().map(|e| e.reason.clone()).collect::<Vec<_>>()
+                    )),
+                }
+            },
+        )
+        .await
+    }
+
+    /// The full Keycloak representation of a client of the realm.
+    pub fn keycloak_client(&self, client_id: &str) -> Option<Value> {
+        self.keycloak.hooks().client(REALM, client_id)
+    }
+
+    /// Keycloak requests served so far.
+    pub fn keycloak_requests(&self) -> u64 {
+        self.keycloak.hooks().total_requests()
+    }
+
+    /// API writes served so far.
+    pub fn writes(&self) -> u64 {
+        self.cluster.write_requests()
+    }
+
+    /// API writes served so far, by `verb resource[/subresource]`.
+    pub fn write_breakdown(&self) -> BTreeMap<String, u64> {
+        let mut rows = BTreeMap::new();
+        for row in self.cluster.emulator().hooks().counters() {
+            if matches!(
+                row.key.verb.as_str(),
+                "create" | "update" | "patch" | "delete" | "deletecollection"
+            ) {
+                let sub = if row.key.subresource.is_empty() {
+                    String::new()
+                } else {
+                    format!("/{}", row.key.subresource)
+                };
+                *rows
+                    .entry(format!("{} {}{sub}", row.key.verb, row.key.resource))
+                    .or_default() += row.count;
+            }
+        }
+        rows
+    }
+
+    /// Keycloak requests served so far, by `METHOD route`.
+    pub fn keycloak_breakdown(&self) -> BTreeMap<String, u64> {
+        self.keycloak
+            .hooks()
+            .counters()
+            .into_iter()
+            .map(|row| (format!("{} {}", row.method, row.route), row.count))
+            .collect()
+    }
+
+    /// Reconciles the controller finished (or started and is running) so far, and workers busy now.
+    async fn reconcile_counts(&self) -> (u64, u64) {
+        let metrics = self.manager().metrics().await;
+        (
+            sum_metric(&metrics, "controller_runtime_reconcile_total", &[CONTROLLER]),
+            sum_metric(&metrics, "controller_runtime_active_workers", &[CONTROLLER]),
+        )
+    }
+
+    /// Reconciles finished so far.
+    pub async fn reconciles(&self) -> u64 {
+        self.reconcile_counts().await.0
+    }
+
+    /// Waits until the controller is idle: no worker busy and the reconcile count unchanged for five polls in a
+    /// row (half a second); returns the reconcile count.
+    pub async fn wait_idle(&self) -> u64 {
+        let last = Cell::new((u64::MAX, u64::MAX));
+        let calm = Cell::new(0u32);
+        let deadline = Deadline {
+            timeout: Duration::from_secs(30),
+            poll: Duration::from_millis(100),
+        };
+        wait_until("the controller to be idle", deadline, || {
+            let (last, calm) = (&last, &calm);
+            async move {
+                let counts = self.reconcile_counts().await;
+                calm.set(if counts == last.get() && counts.1 == 0 {
+                    calm.get() + 1
+                } else {
+                    0
+                });
+                last.set(counts);
+                if calm.get() >= 5 {
+                    Ok(Some(counts.0))
+                } else {
+                    Err(format!("{} reconciles, {} busy workers", counts.0, counts.1))
+                }
+            }
+        })
+        .await
+    }
+
+    /// Triggers a reconcile of the app that should change nothing (an annotation on its backend Service) and
+    /// returns (API writes, Keycloak requests) it caused, not counting the test's own annotation.
+    pub async fn measure_noop_reconcile(&self, what: &str) -> (u64, u64) {
+        let reconciles = self.wait_idle().await;
+        let (writes, calls) = (self.writes(), self.keycloak_requests());
+        let patch = json!({"metadata": {"annotations": {"e2e.nebari.dev/touched": format!("{reconciles}")}}});
+        self.services()
+            .patch(SERVICE, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .expect("touch the Service");
+        wait_until(
+            "the Service change to trigger a reconcile",
+            Deadline::secs(15),
+            || async move {
+                let now = self.reconciles().await;
+                Ok((now > reconciles).then_some(()))
+            },
+        )
+        .await;
+        self.wait_idle().await;
+        let figures = (self.writes() - writes - 1, self.keycloak_requests() - calls);
+        eprintln!(
+            "MEASURE {what}: no-op reconcile: {} API writes, {} Keycloak requests",
+            figures.0, figures.1
+        );
+        figures
+    }
+}
+
+/// The names of a Gateway's listeners, in order.
+pub fn listener_names(gateway: &Value) -> Vec<String> {
+    gateway["spec"]["listeners"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|l| l["name"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// The listener `name` of a Gateway.
+pub fn listener<'a>(gateway: &'a Value, name: &str) -> Option<&'a Value> {
+    gateway["spec"]["listeners"]
+        .as_array()?
+        .iter()
+        .find(|l| l["name"] == name)
+}
+
+/// The field managers of a Gateway's managedFields that own the listener `name`.
+pub fn listener_owners(gateway: &Value, name: &str) -> Vec<String> {
+    let key = format!("k:{{\"name\":\"{name}\"}}");
+    let mut owners: Vec<String> = gateway["metadata"]["managedFields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|entry| entry["fieldsV1"]["f:spec"]["f:listeners"].get(&key).is_some())
+        .filter_map(|entry| entry["manager"].as_str().map(str::to_string))
+        .collect();
+    owners.sort();
+    owners
+}
+
+/// The condition `type_` of an app: (status, reason, message).
+pub fn condition(app: &NebariApp, type_: &str) -> Option<(String, String, String)> {
+    app.status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
+}
+
+/// Sums the samples of `name` whose labels include `labels`.
+pub fn sum_metric(exposition: &str, name: &str, labels: &[(&str, &str)]) -> u64 {
+    exposition
+        .lines()
+        .filter(|line| line.starts_with(&format!("{name}{{")) || line.starts_with(&format!("{name} ")))
+        .filter(|line| labels.iter().all(|(k, v)| line.contains(&format!("{k}=\"{v}\""))))
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .map(|value| value as u64)
+        .sum()
+}
+
+/// What changed between two [`World::write_breakdown`]s.
+pub fn breakdown_delta(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    after
+        .iter()
+        .filter_map(|(k, v)| {
+            let delta = v - before.get(k).copied().unwrap_or(0);
+            (delta > 0).then(|| (k.clone(), delta))
+        })
+        .collect()
+}

@@ -1,0 +1,102 @@
+//! Operating the manager: a real Prometheus scrapes its controller-runtime metrics; leader election holds a
+//! Lease while it runs and releases it on SIGTERM; the admin endpoints answer.
+
+use e2e::fixtures::prometheus::Prometheus;
+use e2e::harness::{Deadline, ManagerOptions, ManagerProcess, TestCluster, wait_until};
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::api::Api;
+
+/// Prometheus, scraping the real manager, sees the series kubebuilder dashboards query, labelled per controller.
+#[tokio::test]
+async fn prometheus_scrapes_controller_runtime_metrics_from_the_manager() {
+    let cluster = TestCluster::start().await;
+    cluster.install_crds(&crds::all()).await;
+    let manager = ManagerProcess::start(&cluster, ManagerOptions::default()).await;
+    let prometheus = Prometheus::start(cluster.dir(), &manager.metrics_target()).await;
+
+    let series = wait_until(
+        "Prometheus to have scraped the reconcile counters",
+        Deadline::secs(60),
+        || {
+            let prometheus = &prometheus;
+            async move {
+                let result = prometheus.query("controller_runtime_reconcile_total").await?;
+                Ok((!result.is_empty()).then_some(result))
+            }
+        },
+    )
+    .await;
+    let controllers: Vec<String> = series
+        .iter()
+        .filter_map(|s| s["metric"]["controller"].as_str().map(str::to_string))
+        .collect();
+    for expected in ["nebariapp", "keystoneapplicationcredential"] {
+        assert!(
+            controllers.iter().any(|c| c == expected),
+            "no series for {expected}: {controllers:?}"
+        );
+    }
+    for result in ["success", "error", "requeue_after"] {
+        assert!(
+            series.iter().any(|s| s["metric"]["result"] == result),
+            "no result=\"{result}\" series"
+        );
+    }
+    for metric in [
+        "controller_runtime_max_concurrent_reconciles",
+        "controller_runtime_active_workers",
+        "rest_client_requests_total",
+        "process_resident_memory_bytes",
+    ] {
+        let found = prometheus.query(metric).await.expect("query");
+        assert!(!found.is_empty(), "Prometheus has no {metric}");
+    }
+    let up = prometheus.query("up{job=\"manager\"}").await.expect("query up");
+    assert_eq!(
+        up.first().and_then(|s| s["value"][1].as_str()),
+        Some("1"),
+        "the scrape target is up"
+    );
+    prometheus.stop().await;
+}
+
+/// With --leader-elect the manager holds a Lease while it runs, reports it in leader_election_master_status, and
+/// releases it on SIGTERM so a successor can take over at once.
+#[tokio::test]
+async fn the_leader_lease_is_held_while_running_and_released_on_sigterm() {
+    let cluster = TestCluster::start().await;
+    cluster.install_crds(&crds::all()).await;
+    let options = ManagerOptions {
+        args: vec![
+            "--leader-elect".into(),
+            "--leader-election-namespace=default".into(),
+            "--leader-election-id=observability-test".into(),
+        ],
+        env: vec![("POD_NAME".into(), "manager-under-test".into())],
+    };
+    let mut manager = ManagerProcess::start(&cluster, options).await;
+    let leases: Api<Lease> = Api::namespaced(cluster.client(), "default");
+    let lease = leases.get("observability-test").await.expect("the lease exists");
+    assert_eq!(
+        lease.spec.and_then(|s| s.holder_identity).as_deref(),
+        Some("manager-under-test")
+    );
+    assert!(
+        manager
+            .metrics()
+            .await
+            .contains(r#"leader_election_master_status{name="observability-test"} 1"#)
+    );
+
+    assert!(manager.stop().await, "the manager exits cleanly on SIGTERM");
+    let holder = leases
+        .get("observability-test")
+        .await
+        .expect("lease")
+        .spec
+        .and_then(|s| s.holder_identity);
+    assert!(
+        holder.is_none(),
+        "the lease is released on shutdown, still held by {holder:?}"
+    );
+}
