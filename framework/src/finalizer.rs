@@ -81,26 +81,27 @@ fn finalizers_patch(current: &[String], next: Vec<String>) -> json_patch::Patch 
     serde_json::from_value(ops).expect("static JSON patch shape is valid")
 }
 
-/// Adds our finalizer (migrating legacy ones); returns whether the object was written.
-pub async fn ensure<K>(api: &Api<K>, obj: &K, spec: &FinalizerSpec, field_manager: &str) -> Result<bool, kube::Error>
+/// Adds our finalizer (migrating legacy ones); returns the object as stored after the write, or `None` when
+/// nothing had to change.
+pub async fn ensure<K>(
+    api: &Api<K>,
+    obj: &K,
+    spec: &FinalizerSpec,
+    field_manager: &str,
+) -> Result<Option<K>, kube::Error>
 where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
 {
     let current = obj.finalizers();
     let Some(next) = spec.with_ours(current) else {
-        return Ok(false);
+        return Ok(None);
     };
     let patch: Patch<()> = Patch::Json(finalizers_patch(current, next));
-    api.patch(
-        &obj.name_any(),
-        &PatchParams {
-            field_manager: Some(field_manager.to_string()),
-            ..Default::default()
-        },
-        &patch,
-    )
-    .await?;
-    Ok(true)
+    let params = PatchParams {
+        field_manager: Some(field_manager.to_string()),
+        ..Default::default()
+    };
+    api.patch(&obj.name_any(), &params, &patch).await.map(Some)
 }
 
 /// Removes our finalizer and legacy ones (after cleanup succeeded); returns whether the object was written.

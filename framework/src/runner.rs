@@ -450,12 +450,18 @@ async fn run_phases<R: Reconciler>(obj: Arc<R::Resource>, state: &State<R>) -> R
         tracing::info!("cleanup finished, finalizer removed");
         return Ok(Outcome::Done);
     }
-    if finalizer::ensure(&api, obj.as_ref(), &spec, &ctx.field_manager)
+    // Reconcile the object as stored after adding the finalizer: its resourceVersion is current, so a status
+    // write guarded by it succeeds on the first pass.
+    let obj = match finalizer::ensure(&api, obj.as_ref(), &spec, &ctx.field_manager)
         .await
         .map_err(RunError::Finalizer)?
     {
-        tracing::debug!(finalizer = spec.name, "finalizer added");
-    }
+        Some(updated) => {
+            tracing::debug!(finalizer = spec.name, "finalizer added");
+            Arc::new(updated)
+        }
+        None => obj,
+    };
     state.reconciler.reconcile(obj, ctx).await.map_err(RunError::Reconcile)
 }
 

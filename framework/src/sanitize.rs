@@ -48,8 +48,25 @@ pub fn sanitize(text: &str) -> String {
     let text = SECRET_HEADER.replace_all(&text, format!("${{1}}${{2}}{REDACTED}"));
     let text = JSON_FIELD.replace_all(&text, format!("${{1}}\"{REDACTED}\""));
     let text = KEY_VALUE.replace_all(&text, format!("${{1}}{REDACTED}"));
-    let text = LONG_OPAQUE.replace_all(&text, REDACTED);
+    let text = LONG_OPAQUE.replace_all(&text, |caps: &regex::Captures<'_>| {
+        let run = &caps[0];
+        if looks_random(run) {
+            REDACTED.to_string()
+        } else {
+            run.to_string()
+        }
+    });
     truncate(&text, MAX_MESSAGE_LEN)
+}
+
+/// Whether a long run of token characters looks like key material rather than a name: it mixes upper case,
+/// lower case and digits, or carries base64's `+`, `/` or `=`. Names (DNS names, group names, hex ids) are
+/// single-case and stay readable.
+fn looks_random(run: &str) -> bool {
+    let upper = run.chars().any(|c| c.is_ascii_uppercase());
+    let lower = run.chars().any(|c| c.is_ascii_lowercase());
+    let digit = run.chars().any(|c| c.is_ascii_digit());
+    (upper && lower && digit) || run.contains(['+', '/', '='])
 }
 
 /// Renders a URL for messages: scheme, host, port and path only (no userinfo, query or fragment).
@@ -119,6 +136,13 @@ mod tests {
         assert!(!out.contains("gAAAAABk-1"), "{out}");
         assert!(out.contains("status code: 500"), "{out}");
         assert!(out.contains("application credential: denied"), "{out}");
+    }
+
+    #[test]
+    fn keeps_long_names_readable() {
+        let group = "c_cluster-production-eu-west-1-project-analytics-admins";
+        let out = sanitize(&format!("group {group} could not be created"));
+        assert!(out.contains(group), "{out}");
     }
 
     #[test]
