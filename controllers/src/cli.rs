@@ -22,6 +22,10 @@ pub struct Cli {
     /// Settings of the NebariApp controller.
     #[command(flatten)]
     pub nebari_app: crate::nebari_app::NebariAppSettings,
+
+    /// Settings of the ManagedRancherProject and RancherProjectInventory controllers.
+    #[command(flatten)]
+    pub managed_rancher_project: crate::rancher_project::RancherProjectSettings,
 }
 
 /// Subcommands besides running.

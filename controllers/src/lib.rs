@@ -12,4 +12,6 @@ pub mod logging;
 pub mod manager;
 pub mod nebari_app;
 pub mod rancher;
+pub mod rancher_inventory;
+pub mod rancher_project;
 pub mod registry;

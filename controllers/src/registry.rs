@@ -42,6 +42,14 @@ pub fn all() -> Vec<ControllerEntry> {
             name: crate::application_credential::NAME,
             start: crate::application_credential::start,
         },
+        ControllerEntry {
+            name: crate::rancher_project::NAME,
+            start: crate::rancher_project::start,
+        },
+        ControllerEntry {
+            name: crate::rancher_inventory::NAME,
+            start: crate::rancher_inventory::start,
+        },
     ]
 }
 

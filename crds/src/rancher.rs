@@ -15,6 +15,8 @@
 //! - `status.keycloakRoleBindings[].syncedMembers` entries are objects `{userIdentifier, keycloakUserId}`; the
 //!   bare Keycloak user ids the 0.0.3 operator stored are still read.
 //! - `spec.namespace` is accepted but ignored, as in the original from 0.3.0 on.
+//! - `spec.adoptExistingProject` is new: a Rancher project with the wanted name that carries no ownership
+//!   annotation is taken over only when it is set (the original adopted any project with the name).
 
 use std::collections::BTreeMap;
 

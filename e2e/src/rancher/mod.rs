@@ -21,10 +21,12 @@ pub mod norman;
 pub mod projects;
 pub mod quantity;
 pub mod request;
+pub mod sandbox;
 pub mod server;
 pub mod store;
 
 pub use config::{ApiToken, BackingNamespaceStyle, ClusterSeed, DuplicateBindingPolicy, RancherConfig};
 pub use hooks::{CounterRow, Fault, RouteKey};
+pub use sandbox::{ProjectSandbox, ProjectSandboxOptions, sandbox_prepare};
 pub use server::{RancherEmulator, RancherHandle, StartError};
 pub use store::{NamespaceSeed, ProjectSeed, RoleTemplateSeed};

@@ -65,6 +65,7 @@ pub struct Sandbox {
     tasks: Vec<JoinHandle<()>>,
     nebari: nebari::NebariSandbox,
     keystone: keystone::KeystoneSandbox,
+    rancher: crate::rancher::ProjectSandbox,
     kubeconfig: PathBuf,
     manager_log: PathBuf,
 }
@@ -87,6 +88,9 @@ impl Sandbox {
         install_crds(&client).await?;
         let nebari = nebari::prepare(&client).await?;
         let keystone = keystone::prepare(&client, &options.work_dir).await?;
+        let rancher = crate::rancher::sandbox_prepare(&client, crate::rancher::ProjectSandboxOptions::default())
+            .await
+            .map_err(|e| SandboxError::start("Rancher and Keycloak for ManagedRancherProject", e))?;
         let tasks = vec![tokio::spawn(standins::run_cert_manager(
             client.clone(),
             shutdown.clone(),
@@ -95,6 +99,7 @@ impl Sandbox {
         let manager_log = options.work_dir.join("manager.log");
         let mut args = Vec::new();
         args.extend(nebari.manager_args());
+        args.extend(rancher.manager_args());
         let manager = ManagerChild::start(&options.kubeconfig, &manager_log, &args)
             .await
             .map_err(|e| SandboxError::start("manager", e))?;
@@ -115,6 +120,7 @@ impl Sandbox {
             tasks,
             nebari,
             keystone,
+            rancher,
             kubeconfig: options.kubeconfig,
             manager_log,
         })
@@ -154,6 +160,7 @@ impl Sandbox {
         }
         self.nebari.stop().await;
         self.keystone.stop();
+        self.rancher.stop().await;
         self.api.shutdown().await;
     }
 }

@@ -1,0 +1,228 @@
+//! The RancherProjectInventory controller (`rpi`): a read-only report, per Rancher cluster, of the projects no
+//! ManagedRancherProject manages. It scans every `spec.scanIntervalSeconds` (the original ignored the field and
+//! scanned every 300 s), counts managed projects of the scanned cluster only, and lists each unmanaged project
+//! with its namespaces (one namespace listing per scan instead of one per project).
+//!
+//! A scan costs two Rancher reads (projects, namespaces of the cluster) and one status write. The reconcile
+//! its own status write triggers finds the scan fresh and only waits for the next one.
+
+pub mod scan;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crds::rancher::{ManagedRancherProject, RancherProjectInventory, RancherProjectInventoryStatus};
+use framework::ReconcileError;
+use framework::backoff::BackoffPolicy;
+use framework::clock::{Clock, SystemClock};
+use framework::conditions::{self, ConditionUpdate, READY};
+use framework::events::Severity;
+use framework::runner::{self, Context, Outcome, Reconciler, RunSettings, Runtime};
+use framework::status::{Precondition, write_if_changed};
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::{Api, ListParams};
+use kube::{Resource, ResourceExt};
+
+use crate::cli::Cli;
+use crate::rancher::RancherClient;
+use crate::rancher_project::error::MrpError;
+use crate::rancher_project::status::to_seconds;
+use crate::registry::{Running, StartError};
+
+/// The controller's name (`--controllers`, metrics, events).
+pub const NAME: &str = "rancherprojectinventory";
+/// The field manager of everything this controller writes.
+pub const FIELD_MANAGER: &str = "platform-operator-rancherprojectinventory";
+/// The shortest scan interval honoured (the CRD enforces it too).
+const MIN_INTERVAL_SECONDS: i64 = 10;
+
+/// The controller: the Rancher client (shared settings with ManagedRancherProject) and a clock.
+pub struct InventoryController {
+    rancher: Option<RancherClient>,
+    clock: Arc<dyn Clock>,
+}
+
+impl InventoryController {
+    /// Builds the controller from the ManagedRancherProject settings (same Rancher, same token).
+    pub fn new(
+        settings: &crate::rancher_project::RancherProjectSettings,
+        kube: kube::Client,
+        metrics: Option<framework::metrics::Metrics>,
+    ) -> Result<Self, StartError> {
+        let rancher = settings.rancher_client(kube, metrics).map_err(|e| StartError {
+            controller: NAME,
+            message: format!("--rancher-url: {e}"),
+        })?;
+        Ok(Self {
+            rancher,
+            clock: Arc::new(SystemClock),
+        })
+    }
+
+    async fn scan(&self, rpi: &RancherProjectInventory, ctx: &Context) -> Result<scan::Scan, MrpError> {
+        let rancher = self.rancher.as_ref().ok_or(MrpError::NotConfigured {
+            system: "Rancher",
+            flag: "--rancher-url",
+        })?;
+        let cluster = &rpi.spec.cluster_id;
+        let projects = rancher.list_projects(cluster).await?;
+        let namespaces = rancher.list_namespaces(cluster, None).await?;
+        let objects: Api<ManagedRancherProject> = Api::all(ctx.client.clone());
+        let objects = objects
+            .list(&ListParams::default())
+            .await
+            .map_err(MrpError::kube("listing ManagedRancherProjects"))?;
+        let managed = scan::managed_ids(objects.items.iter(), cluster);
+        Ok(scan::scan(&projects, &namespaces, &managed))
+    }
+}
+
+fn interval(rpi: &RancherProjectInventory) -> SignedDuration {
+    SignedDuration::from_secs(rpi.spec.scan_interval_seconds.max(MIN_INTERVAL_SECONDS))
+}
+
+/// How long until the next scan is due, or `None` when a scan is due now (never scanned, the last scan failed,
+/// or the spec changed since).
+fn next_scan_in(rpi: &RancherProjectInventory, now: Timestamp) -> Option<Duration> {
+    let status = rpi.status.as_ref()?;
+    let last = status.last_scan_time.as_ref()?;
+    if status.observed_generation != rpi.meta().generation || !conditions::is_true(&status.conditions, READY) {
+        return None;
+    }
+    let due = last.0.checked_add(interval(rpi)).ok()?;
+    let remaining = Duration::try_from(due.duration_since(now)).ok()?;
+    (!remaining.is_zero()).then_some(remaining)
+}
+
+impl Reconciler for InventoryController {
+    type Resource = RancherProjectInventory;
+    type Error = MrpError;
+
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    async fn reconcile(&self, rpi: Arc<RancherProjectInventory>, ctx: &Context) -> Result<Outcome, MrpError> {
+        let now = to_seconds(self.clock.now());
+        if let Some(wait) = next_scan_in(&rpi, now) {
+            return Ok(Outcome::RequeueAfter(wait));
+        }
+        let generation = rpi.meta().generation;
+        let mut next = rpi.status.clone().unwrap_or_default();
+        let result = self.scan(&rpi, ctx).await;
+        let update = match &result {
+            Ok(found) => {
+                next.last_scan_time = Some(Time(now));
+                next.managed_projects = Some(found.managed);
+                next.unmanaged_project_count = Some(i64::try_from(found.unmanaged.len()).unwrap_or(i64::MAX));
+                next.unmanaged_projects = found.unmanaged.clone();
+                ConditionUpdate::ok(
+                    READY,
+                    "Scanned",
+                    format!(
+                        "cluster {} has {} managed and {} unmanaged project(s)",
+                        rpi.spec.cluster_id,
+                        found.managed,
+                        found.unmanaged.len()
+                    ),
+                )
+            }
+            Err(error) => ConditionUpdate::failed(READY, error.reason(), error.safe_message()),
+        };
+        conditions::set(&mut next.conditions, update, generation, now);
+        next.observed_generation = generation;
+        let api: Api<RancherProjectInventory> =
+            Api::namespaced(ctx.client.clone(), &rpi.namespace().unwrap_or_default());
+        let previous: Option<&RancherProjectInventoryStatus> = rpi.status.as_ref();
+        match write_if_changed(
+            &api,
+            rpi.as_ref(),
+            previous,
+            &next,
+            &ctx.field_manager,
+            Precondition::ResourceVersion,
+        )
+        .await
+        {
+            Ok(_) => {}
+            Err(kube::Error::Api(response)) if response.code == 409 => return Ok(Outcome::Done),
+            Err(error) => return Err(MrpError::kube("writing the status")(error)),
+        }
+        match result {
+            Ok(_) => Ok(Outcome::RequeueAfter(
+                Duration::try_from(interval(&rpi)).unwrap_or(Duration::from_secs(300)),
+            )),
+            Err(error) => {
+                ctx.events
+                    .publish(
+                        &rpi.object_ref(&()),
+                        Severity::Warning,
+                        error.reason(),
+                        "Scan",
+                        &error.safe_message(),
+                    )
+                    .await;
+                Err(error)
+            }
+        }
+    }
+}
+
+/// Starts the controller (the manager's registry entry).
+pub fn start(runtime: &Runtime, cli: &Cli) -> Result<Running, StartError> {
+    let controller = InventoryController::new(
+        &cli.managed_rancher_project,
+        runtime.client.clone(),
+        Some(runtime.metrics.clone()),
+    )?;
+    let settings = RunSettings {
+        concurrency: cli.run.max_concurrent_reconciles,
+        namespaces: cli.run.watch_namespaces.clone(),
+        backoff: BackoffPolicy::default(),
+        field_manager: FIELD_MANAGER.to_string(),
+    };
+    Ok(Box::pin(runner::run(Arc::new(controller), runtime.clone(), settings)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inventory(status: Option<RancherProjectInventoryStatus>) -> RancherProjectInventory {
+        let mut rpi = RancherProjectInventory::new(
+            "cluster-c-1",
+            crds::rancher::RancherProjectInventorySpec {
+                cluster_id: "c-1".into(),
+                scan_interval_seconds: 60,
+            },
+        );
+        rpi.metadata.generation = Some(1);
+        rpi.status = status;
+        rpi
+    }
+
+    #[test]
+    fn a_fresh_successful_scan_waits_for_the_interval() {
+        let t0: Timestamp = "2026-01-01T00:00:00Z".parse().expect("time");
+        assert_eq!(next_scan_in(&inventory(None), t0), None, "never scanned");
+        let mut status = RancherProjectInventoryStatus {
+            last_scan_time: Some(Time(t0)),
+            observed_generation: Some(1),
+            ..Default::default()
+        };
+        conditions::set(
+            &mut status.conditions,
+            ConditionUpdate::ok(READY, "Scanned", "ok"),
+            Some(1),
+            t0,
+        );
+        let rpi = inventory(Some(status.clone()));
+        let later = t0.checked_add(SignedDuration::from_secs(15)).expect("time");
+        assert_eq!(next_scan_in(&rpi, later), Some(Duration::from_secs(45)));
+        let due = t0.checked_add(SignedDuration::from_secs(60)).expect("time");
+        assert_eq!(next_scan_in(&rpi, due), None);
+        status.observed_generation = Some(0);
+        assert_eq!(next_scan_in(&inventory(Some(status)), later), None, "the spec changed");
+    }
+}

@@ -1,0 +1,129 @@
+//! One scan of a cluster, as a pure function of what Rancher and the ManagedRancherProjects show: the projects no
+//! ManagedRancherProject manages (Rancher's Default and System projects excluded), each with its namespaces,
+//! and how many projects of *this* cluster are managed (the original counted every cluster's).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crds::rancher::{ManagedRancherProject, UnmanagedProject};
+
+use crate::rancher::{Namespace, Project};
+use crate::rancher_project::project::OWNER_ANNOTATION;
+
+/// Rancher's label on the System project.
+pub const SYSTEM_PROJECT_LABEL: &str = "authz.management.cattle.io/system-project";
+/// Rancher's label on the Default project.
+pub const DEFAULT_PROJECT_LABEL: &str = "authz.management.cattle.io/default-project";
+
+/// The result of a scan.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Scan {
+    /// Projects of the cluster managed by a ManagedRancherProject.
+    pub managed: i64,
+    /// The other projects, by id.
+    pub unmanaged: Vec<UnmanagedProject>,
+}
+
+/// Whether a project is one Rancher makes for every cluster.
+pub fn is_builtin(project: &Project) -> bool {
+    let labelled = |label: &str| project.labels.get(label).map(String::as_str) == Some("true");
+    labelled(SYSTEM_PROJECT_LABEL)
+        || labelled(DEFAULT_PROJECT_LABEL)
+        || matches!(project.name.as_str(), "Default" | "System")
+}
+
+/// The ids of the projects of `cluster_id` that ManagedRancherProjects record.
+pub fn managed_ids<'a>(
+    objects: impl IntoIterator<Item = &'a ManagedRancherProject>,
+    cluster_id: &str,
+) -> BTreeSet<String> {
+    objects
+        .into_iter()
+        .filter(|o| o.spec.cluster_id == cluster_id)
+        .filter_map(|o| o.status.as_ref()?.rancher_project_id.clone())
+        .filter(|id| !id.is_empty())
+        .collect()
+}
+
+/// Classifies the projects of one cluster (pure).
+pub fn scan(projects: &[Project], namespaces: &[Namespace], managed_ids: &BTreeSet<String>) -> Scan {
+    let mut by_project: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for namespace in namespaces {
+        if let Some(project) = namespace.project_id.as_deref() {
+            let name = if namespace.name.is_empty() {
+                &namespace.id
+            } else {
+                &namespace.name
+            };
+            by_project.entry(project).or_default().push(name.clone());
+        }
+    }
+    let mut result = Scan::default();
+    let mut projects: Vec<&Project> = projects.iter().filter(|p| !p.is_removing()).collect();
+    projects.sort_by(|a, b| a.id.cmp(&b.id));
+    for project in projects {
+        if managed_ids.contains(&project.id) || project.annotations.contains_key(OWNER_ANNOTATION) {
+            result.managed += 1;
+            continue;
+        }
+        if is_builtin(project) {
+            continue;
+        }
+        let mut namespaces = by_project.get(project.id.as_str()).cloned().unwrap_or_default();
+        namespaces.sort();
+        result.unmanaged.push(UnmanagedProject {
+            project_id: project.id.clone(),
+            name: project.name.clone(),
+            description: project.description.clone().filter(|d| !d.is_empty()),
+            namespaces,
+            created_at: project.created.clone(),
+        });
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn project(id: &str, name: &str) -> Project {
+        Project {
+            id: id.into(),
+            name: name.into(),
+            cluster_id: "c-1".into(),
+            ..Project::default()
+        }
+    }
+
+    #[test]
+    fn builtin_and_managed_projects_are_not_listed_and_namespaces_are_grouped() {
+        let mut system = project("c-1:p-sys", "System");
+        system.labels.insert(SYSTEM_PROJECT_LABEL.into(), "true".into());
+        let managed = project("c-1:p-mgd", "Genomics");
+        let mut owned = project("c-1:p-own", "Owned");
+        owned.annotations.insert(OWNER_ANNOTATION.into(), "ns/x".into());
+        let hand = project("c-1:p-hand", "Hand made");
+        let namespaces = vec![
+            Namespace {
+                id: "b".into(),
+                name: "b".into(),
+                project_id: Some("c-1:p-hand".into()),
+                state: None,
+            },
+            Namespace {
+                id: "a".into(),
+                name: "a".into(),
+                project_id: Some("c-1:p-hand".into()),
+                state: None,
+            },
+        ];
+        let result = scan(
+            &[system, managed, owned, hand],
+            &namespaces,
+            &BTreeSet::from(["c-1:p-mgd".to_string()]),
+        );
+        assert_eq!(result.managed, 2);
+        assert_eq!(result.unmanaged.len(), 1);
+        assert_eq!(result.unmanaged[0].project_id, "c-1:p-hand");
+        assert_eq!(result.unmanaged[0].namespaces, vec!["a".to_string(), "b".to_string()]);
+    }
+}

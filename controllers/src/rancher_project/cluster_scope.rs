@@ -1,0 +1,156 @@
+//! What other ManagedRancherProjects share with this one. The Waldur plugin writes the same `spec.cluster`
+//! block into every project of a cluster, and every project of a cluster hangs its groups under the same parent
+//! group, so those Keycloak groups and ClusterRoleTemplateBindings are shared: they are reference-counted over
+//! the objects that still want them, and the members of a shared group are the union over those objects (so two
+//! objects in transition never fight over a membership).
+//!
+//! Reconciles read the controller's own caches ([`Peers`]); cleanup lists the objects afresh before deciding to
+//! delete anything shared.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+
+use crds::rancher::ManagedRancherProject;
+use kube::ResourceExt;
+use kube::runtime::reflector::Store;
+
+use super::bindings::{self, BindingKey};
+use super::members::DesiredMember;
+
+/// The controller's caches of ManagedRancherProjects (one per watched namespace).
+#[derive(Default)]
+pub struct Peers {
+    stores: Mutex<Vec<Store<ManagedRancherProject>>>,
+}
+
+impl Peers {
+    /// Adds the cache of one watched namespace (or of all of them).
+    pub fn register(&self, store: Store<ManagedRancherProject>) {
+        if let Ok(mut stores) = self.stores.lock() {
+            stores.push(store);
+        }
+    }
+
+    /// Every cached object.
+    pub fn snapshot(&self) -> Vec<Arc<ManagedRancherProject>> {
+        self.stores
+            .lock()
+            .map(|stores| stores.iter().flat_map(|s| s.state()).collect())
+            .unwrap_or_default()
+    }
+}
+
+/// The objects other than `me` that are not being deleted.
+pub fn others(all: &[Arc<ManagedRancherProject>], me: &ManagedRancherProject) -> Vec<Arc<ManagedRancherProject>> {
+    let key = (me.namespace(), me.name_any());
+    all.iter()
+        .filter(|o| (o.namespace(), o.name_any()) != key)
+        .filter(|o| o.metadata.deletion_timestamp.is_none())
+        .cloned()
+        .collect()
+}
+
+/// The Rancher project ids other objects record in their status.
+pub fn claimed_projects(others: &[Arc<ManagedRancherProject>]) -> BTreeSet<String> {
+    others
+        .iter()
+        .filter_map(|o| o.status.as_ref()?.rancher_project_id.clone())
+        .filter(|id| !id.is_empty())
+        .collect()
+}
+
+fn in_cluster<'a>(
+    others: &'a [Arc<ManagedRancherProject>],
+    cluster_id: &'a str,
+) -> impl Iterator<Item = bindings::Desired> + 'a {
+    others
+        .iter()
+        .filter(move |o| o.spec.cluster_id == cluster_id)
+        .map(|o| bindings::desired(&o.spec))
+}
+
+/// Members other objects of the cluster want in the cluster group `group`.
+pub fn cluster_members(others: &[Arc<ManagedRancherProject>], cluster_id: &str, group: &str) -> Vec<DesiredMember> {
+    in_cluster(others, cluster_id)
+        .filter(|d| d.cluster.is_some())
+        .filter_map(|d| d.group(group).map(|g| g.members.clone()))
+        .flatten()
+        .collect()
+}
+
+/// Whether another object of the cluster still wants the cluster binding `key`.
+pub fn uses_cluster_binding(others: &[Arc<ManagedRancherProject>], cluster_id: &str, key: &BindingKey) -> bool {
+    in_cluster(others, cluster_id).any(|d| d.cluster.as_ref().is_some_and(|keys| keys.contains(key)))
+}
+
+/// Whether another object (of any cluster: group names are realm-wide) binds the group `name`.
+pub fn uses_group(others: &[Arc<ManagedRancherProject>], name: &str) -> bool {
+    others.iter().any(|o| bindings::desired(&o.spec).group(name).is_some())
+}
+
+/// Whether another object puts its groups under the parent `name`.
+pub fn uses_parent(others: &[Arc<ManagedRancherProject>], name: &str) -> bool {
+    others
+        .iter()
+        .any(|o| bindings::desired(&o.spec).parent.as_deref() == Some(name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mrp(name: &str, spec: serde_json::Value) -> Arc<ManagedRancherProject> {
+        Arc::new(
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "waldur.io/v1alpha1", "kind": "ManagedRancherProject",
+                "metadata": {"name": name, "namespace": "waldur-system"},
+                "spec": spec,
+            }))
+            .expect("valid object"),
+        )
+    }
+
+    fn shared(name: &str, members: &[&str]) -> Arc<ManagedRancherProject> {
+        let members: Vec<serde_json::Value> = members
+            .iter()
+            .map(|m| serde_json::json!({"userIdentifier": m, "lookupByID": false}))
+            .collect();
+        mrp(
+            name,
+            serde_json::json!({
+                "projectName": name, "clusterId": "c-1",
+                "keycloak": {"parentGroupName": "c_c-1", "roleBindings": []},
+                "cluster": {"keycloak": {"roleBindings": [
+                    {"groupName": "c_c-1_cluster_admin", "rancherRole": "cluster-owner", "members": members},
+                ]}},
+            }),
+        )
+    }
+
+    #[test]
+    fn shared_bindings_and_groups_count_only_other_live_objects() {
+        let a = shared("a", &["alice"]);
+        let b = shared("b", &["bob"]);
+        let all = vec![a.clone(), b.clone()];
+        let key = BindingKey::new("c_c-1_cluster_admin", "cluster-owner");
+        let others_of_a = others(&all, &a);
+        assert_eq!(others_of_a.len(), 1);
+        assert!(uses_cluster_binding(&others_of_a, "c-1", &key));
+        assert!(!uses_cluster_binding(&others_of_a, "c-2", &key), "another cluster");
+        assert!(uses_group(&others_of_a, "c_c-1_cluster_admin"));
+        assert!(uses_parent(&others_of_a, "c_c-1"));
+        assert_eq!(
+            cluster_members(&others_of_a, "c-1", "c_c-1_cluster_admin"),
+            vec![DesiredMember {
+                identifier: "bob".into(),
+                by_id: false
+            }]
+        );
+        let mut deleting = (*b).clone();
+        deleting.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            jiff::Timestamp::UNIX_EPOCH,
+        ));
+        let all = vec![a.clone(), Arc::new(deleting)];
+        assert!(others(&all, &a).is_empty(), "an object being deleted no longer counts");
+    }
+}

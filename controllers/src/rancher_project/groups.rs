@@ -1,0 +1,192 @@
+//! Keycloak groups: the shared parent group (`c_<clusterId>` for the Waldur plugin) and one group per binding
+//! group name under it (found among the parent's children only, paged; created when missing, a 409 resolved by
+//! looking up again). Groups this operator creates carry the original operator's `managed_by` attribute, and
+//! only such groups are ever deleted; a group found existing is used, and on removal only the members this
+//! operator manages are taken out of it.
+//!
+//! The parent is shared by every project of a cluster: it is deleted only by the cleanup of the last object
+//! using it, and only when Keycloak reports it has no children (`subGroupCount`, not the `subGroups` field
+//! Keycloak ≥ 23 leaves empty — the original operator's bug that cut every project of a cluster off).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::error::MrpError;
+use super::members;
+use crate::keycloak::{Ensured, Group, KeycloakError, RealmClient};
+
+/// Attribute marking groups this operator (or the original one, which used the same value) created.
+pub const MANAGED_BY_ATTRIBUTE: &str = "managed_by";
+/// Its value.
+pub const MANAGED_BY: &str = "rancher-keycloak-operator";
+/// Description of a parent group created here.
+pub const PARENT_DESCRIPTION: &str = "Cluster access group";
+
+/// The attributes of a group created here.
+pub fn attributes(description: &str) -> BTreeMap<String, Vec<String>> {
+    BTreeMap::from([
+        ("description".to_string(), vec![description.to_string()]),
+        (MANAGED_BY_ATTRIBUTE.to_string(), vec![MANAGED_BY.to_string()]),
+    ])
+}
+
+/// Whether `group` was created by this operator (or the original one).
+pub fn is_managed(group: &Group) -> bool {
+    group
+        .attributes
+        .get(MANAGED_BY_ATTRIBUTE)
+        .is_some_and(|values| values.iter().any(|v| v == MANAGED_BY))
+}
+
+/// The parent group, created at the top level when missing.
+pub async fn ensure_parent(realm: &RealmClient, name: &str) -> Result<Ensured<Group>, KeycloakError> {
+    realm
+        .ensure_top_level_group(name, &attributes(PARENT_DESCRIPTION))
+        .await
+}
+
+/// A binding group: a child of `parent`, or a top-level group when there is no parent.
+pub async fn ensure_group(
+    realm: &RealmClient,
+    parent: Option<&str>,
+    name: &str,
+    description: &str,
+) -> Result<Ensured<Group>, KeycloakError> {
+    match parent {
+        Some(parent) => realm.ensure_child_group(parent, name, &attributes(description)).await,
+        None => realm.ensure_top_level_group(name, &attributes(description)).await,
+    }
+}
+
+/// Finds a group that is no longer wanted: by its recorded id, else by name under the parent (or at the top).
+async fn find_unwanted(
+    realm: &RealmClient,
+    recorded_id: Option<&str>,
+    parent_id: Option<&str>,
+    name: &str,
+) -> Result<Option<Group>, KeycloakError> {
+    if let Some(id) = recorded_id.filter(|id| !id.is_empty())
+        && let Some(group) = realm.get_group(id).await?
+        && group.name == name
+    {
+        return Ok(Some(group));
+    }
+    match parent_id {
+        Some(parent) => match realm.find_child_group(parent, name).await {
+            Err(e) if e.is_not_found() => Ok(None),
+            other => other,
+        },
+        None => realm.find_top_level_group(name).await,
+    }
+}
+
+/// What happened to a group that is no longer wanted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Removal {
+    /// It did not exist (any more).
+    Gone,
+    /// It was ours and is deleted (its memberships with it).
+    Deleted,
+    /// It was not ours: only the members this operator managed were taken out.
+    MembersRemoved,
+}
+
+/// Removes a group that is no longer wanted: deleted when this operator created it, otherwise emptied of the
+/// members in `managed_ids` only.
+pub async fn remove(
+    realm: &RealmClient,
+    recorded_id: Option<&str>,
+    parent_id: Option<&str>,
+    name: &str,
+    managed_ids: &BTreeSet<String>,
+) -> Result<Removal, MrpError> {
+    let Some(group) = find_unwanted(realm, recorded_id, parent_id, name).await? else {
+        return Ok(Removal::Gone);
+    };
+    if is_managed(&group) {
+        realm.delete_group(&group.id).await?;
+        Ok(Removal::Deleted)
+    } else {
+        members::remove_managed(realm, &group.id, managed_ids).await?;
+        Ok(Removal::MembersRemoved)
+    }
+}
+
+/// Removes a group that a binding group replaced under another parent (`parentGroupName` changed): the group
+/// recorded with `id`, only if it still exists under that id and name — deleted when ours, otherwise emptied of
+/// the members in `managed_ids`.
+pub async fn remove_replaced(
+    realm: &RealmClient,
+    id: &str,
+    name: &str,
+    managed_ids: &BTreeSet<String>,
+) -> Result<Removal, MrpError> {
+    let Some(group) = realm.get_group(id).await?.filter(|g| g.name == name) else {
+        return Ok(Removal::Gone);
+    };
+    if is_managed(&group) {
+        realm.delete_group(&group.id).await?;
+        Ok(Removal::Deleted)
+    } else {
+        members::remove_managed(realm, &group.id, managed_ids).await?;
+        Ok(Removal::MembersRemoved)
+    }
+}
+
+/// What cleanup did with the parent group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParentRemoval {
+    /// It did not exist.
+    Gone,
+    /// It was ours and empty: deleted.
+    Deleted,
+    /// It still has children (other projects' groups) or is not ours: kept.
+    Kept,
+}
+
+/// Deletes the parent group if this operator created it and it has no children left.
+pub async fn remove_parent_if_empty(
+    realm: &RealmClient,
+    recorded_id: Option<&str>,
+    name: &str,
+) -> Result<ParentRemoval, MrpError> {
+    let group = match recorded_id.filter(|id| !id.is_empty()) {
+        Some(id) => match realm.get_group(id).await? {
+            Some(group) if group.name == name && group.parent_id.is_none() => Some(group),
+            _ => realm.find_top_level_group(name).await?,
+        },
+        None => realm.find_top_level_group(name).await?,
+    };
+    let Some(group) = group else {
+        return Ok(ParentRemoval::Gone);
+    };
+    if !is_managed(&group) {
+        return Ok(ParentRemoval::Kept);
+    }
+    // A fresh count (`subGroupCount`, or `/children` when the server does not report it); never `subGroups`.
+    if realm.count_child_groups(&group.id).await? > 0 {
+        return Ok(ParentRemoval::Kept);
+    }
+    realm.delete_group(&group.id).await?;
+    Ok(ParentRemoval::Deleted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_groups_with_the_marker_are_ours() {
+        let mut group = Group {
+            id: "g".into(),
+            name: "c_1".into(),
+            ..Group::default()
+        };
+        assert!(!is_managed(&group));
+        group.attributes = attributes("x");
+        assert!(is_managed(&group));
+        group
+            .attributes
+            .insert(MANAGED_BY_ATTRIBUTE.into(), vec!["someone-else".into()]);
+        assert!(!is_managed(&group));
+    }
+}

@@ -1,0 +1,294 @@
+//! Group membership. Spec identifiers (a Keycloak user id, or a username when `lookupByID` is false) are
+//! resolved to Keycloak user ids *before* diffing, so an unchanged spec never flaps (the 0.0.3 operator compared
+//! usernames with ids). Members already in the group are recognised from the member listing itself; only
+//! identifiers not found there are looked up, so a steady state costs one listing per group.
+//!
+//! Policy: users are never created. A user Keycloak does not know yet is *pending* (reported with a reason,
+//! retried on every resync, added once it exists). Only members this operator manages — those it reported as
+//! synced before — are removed when the spec stops listing them; members added by hand stay, unless the manager
+//! runs with `--rancher-authoritative-membership`.
+
+use std::collections::BTreeSet;
+
+use crds::rancher::{Member, PendingMember, SyncedMember};
+
+use super::error::MrpError;
+use crate::keycloak::{RealmClient, User, UserRef};
+
+/// Reason of a member whose user does not exist in Keycloak yet.
+pub const USER_NOT_FOUND: &str = "UserNotFound";
+/// Reason of a member whose lookup or addition failed.
+pub const SYNC_FAILED: &str = "SyncFailed";
+
+/// A user the spec wants in a group.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DesiredMember {
+    /// The identifier as written in the spec.
+    pub identifier: String,
+    /// Whether it is a Keycloak user id (else a username).
+    pub by_id: bool,
+}
+
+impl DesiredMember {
+    /// From a spec member (usernames compare case-insensitively, as Keycloak stores them lower-cased).
+    pub fn from_spec(member: &Member) -> Self {
+        let identifier = member.user_identifier.trim();
+        Self {
+            identifier: if member.lookup_by_id {
+                identifier.to_string()
+            } else {
+                identifier.to_lowercase()
+            },
+            by_id: member.lookup_by_id,
+        }
+    }
+
+    /// Whether `user` is this member.
+    pub fn is(&self, user: &User) -> bool {
+        if self.by_id {
+            user.id == self.identifier
+        } else {
+            user.username.to_lowercase() == self.identifier
+        }
+    }
+
+    fn reference(&self) -> UserRef {
+        if self.by_id {
+            UserRef::Id(self.identifier.clone())
+        } else {
+            UserRef::Username(self.identifier.clone())
+        }
+    }
+}
+
+/// What a group's membership is after a sync.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Synced {
+    /// Wanted members confirmed in the group, sorted by identifier.
+    pub synced: Vec<SyncedMember>,
+    /// Wanted members not in the group, with the reason, sorted by identifier.
+    pub pending: Vec<PendingMember>,
+    /// How many direct members the group has now.
+    pub member_count: i64,
+    /// Usernames added by this pass.
+    pub added: Vec<String>,
+    /// Usernames removed by this pass.
+    pub removed: Vec<String>,
+}
+
+/// The current members to remove (pure): those not wanted that this operator manages, or every unwanted one
+/// when membership is authoritative.
+pub fn removals<'a>(
+    current: &'a [User],
+    wanted_ids: &BTreeSet<String>,
+    managed_ids: &BTreeSet<String>,
+    authoritative: bool,
+) -> Vec<&'a User> {
+    current
+        .iter()
+        .filter(|u| !wanted_ids.contains(&u.id))
+        .filter(|u| authoritative || managed_ids.contains(&u.id))
+        .collect()
+}
+
+fn pending(member: &DesiredMember, reason: &str, message: String) -> PendingMember {
+    PendingMember {
+        user_identifier: member.identifier.clone(),
+        reason: reason.to_string(),
+        message: Some(message),
+    }
+}
+
+/// Brings the members of group `group_id` in line with `wanted`. `current` is the group's member listing
+/// (`None` to list it here); `managed_ids` are the Keycloak ids this operator reported as synced before.
+///
+/// Individual failures leave the member pending (or, for removals, in the group) and are returned as the error
+/// after every other member was handled, so one bad user never blocks the rest.
+pub async fn sync(
+    realm: &RealmClient,
+    group_id: &str,
+    current: Option<Vec<User>>,
+    wanted: &[DesiredMember],
+    managed_ids: &BTreeSet<String>,
+    authoritative: bool,
+) -> (Synced, Option<MrpError>) {
+    let mut error: Option<MrpError> = None;
+    let current = match current {
+        Some(current) => current,
+        None => match realm.group_members(group_id).await {
+            Ok(current) => current,
+            Err(e) => return (Synced::default(), Some(e.into())),
+        },
+    };
+    let mut out = Synced::default();
+    let mut wanted_ids = BTreeSet::new();
+    let mut present: BTreeSet<String> = current.iter().map(|u| u.id.clone()).collect();
+    for member in wanted {
+        if let Some(user) = current.iter().find(|u| member.is(u)) {
+            wanted_ids.insert(user.id.clone());
+            out.synced.push(SyncedMember {
+                user_identifier: member.identifier.clone(),
+                keycloak_user_id: Some(user.id.clone()),
+            });
+            continue;
+        }
+        let user = match realm.find_user(&member.reference()).await {
+            Ok(Some(user)) => user,
+            Ok(None) => {
+                let what = if member.by_id { "id" } else { "username" };
+                out.pending.push(pending(
+                    member,
+                    USER_NOT_FOUND,
+                    format!(
+                        "no Keycloak user with {what} {} yet; the user is added once it exists (usually after \
+                         the first login)",
+                        member.identifier
+                    ),
+                ));
+                continue;
+            }
+            Err(e) => {
+                out.pending.push(pending(
+                    member,
+                    SYNC_FAILED,
+                    framework::sanitize::sanitize(&e.to_string()),
+                ));
+                error.get_or_insert(e.into());
+                continue;
+            }
+        };
+        wanted_ids.insert(user.id.clone());
+        if !present.contains(&user.id) {
+            if let Err(e) = realm.add_group_member(group_id, &user.id).await {
+                out.pending.push(pending(
+                    member,
+                    SYNC_FAILED,
+                    framework::sanitize::sanitize(&e.to_string()),
+                ));
+                error.get_or_insert(e.into());
+                continue;
+            }
+            present.insert(user.id.clone());
+            out.added.push(user.username.clone());
+        }
+        out.synced.push(SyncedMember {
+            user_identifier: member.identifier.clone(),
+            keycloak_user_id: Some(user.id.clone()),
+        });
+    }
+    for user in removals(&current, &wanted_ids, managed_ids, authoritative) {
+        match realm.remove_group_member(group_id, &user.id).await {
+            Ok(()) => {}
+            Err(e) if e.is_not_found() => {}
+            Err(e) => {
+                error.get_or_insert(e.into());
+                continue;
+            }
+        }
+        present.remove(&user.id);
+        out.removed.push(user.username.clone());
+    }
+    out.synced.sort_by(|a, b| a.user_identifier.cmp(&b.user_identifier));
+    out.synced.dedup();
+    out.pending.sort_by(|a, b| a.user_identifier.cmp(&b.user_identifier));
+    out.member_count = i64::try_from(present.len()).unwrap_or(i64::MAX);
+    (out, error)
+}
+
+/// Removes the members `managed_ids` from a group (cleanup of a group this operator did not create); a user or
+/// group already gone counts as removed.
+pub async fn remove_managed(
+    realm: &RealmClient,
+    group_id: &str,
+    managed_ids: &BTreeSet<String>,
+) -> Result<(), MrpError> {
+    for user in managed_ids {
+        match realm.remove_group_member(group_id, user).await {
+            Ok(()) => {}
+            Err(e) if e.is_not_found() => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+/// The Keycloak ids a status reports as synced for `group` (the members this operator manages there).
+pub fn managed_ids<'a>(
+    entries: impl IntoIterator<Item = &'a crds::rancher::RoleBindingStatus>,
+    group: &str,
+) -> BTreeSet<String> {
+    entries
+        .into_iter()
+        .filter(|e| e.group_name == group)
+        .flat_map(|e| e.synced_members.iter())
+        .filter_map(|m| m.keycloak_user_id.clone())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user(id: &str, username: &str) -> User {
+        User {
+            id: id.into(),
+            username: username.into(),
+            ..User::default()
+        }
+    }
+
+    #[test]
+    fn members_match_by_id_or_case_insensitive_username() {
+        let alice = user("id-a", "alice");
+        let by_name = DesiredMember::from_spec(&Member {
+            user_identifier: "Alice".into(),
+            lookup_by_id: false,
+        });
+        let by_id = DesiredMember::from_spec(&Member {
+            user_identifier: "id-a".into(),
+            lookup_by_id: true,
+        });
+        assert!(by_name.is(&alice) && by_id.is(&alice));
+        assert!(!by_id.is(&user("id-b", "id-a")), "an id never matches a username");
+    }
+
+    #[test]
+    fn only_managed_members_are_removed_unless_authoritative() {
+        let current = [user("a", "alice"), user("b", "bob"), user("h", "hand-added")];
+        let wanted = BTreeSet::from(["a".to_string()]);
+        let managed = BTreeSet::from(["a".to_string(), "b".to_string()]);
+        let removed: Vec<&str> = removals(&current, &wanted, &managed, false)
+            .iter()
+            .map(|u| u.username.as_str())
+            .collect();
+        assert_eq!(removed, vec!["bob"]);
+        let removed: Vec<&str> = removals(&current, &wanted, &managed, true)
+            .iter()
+            .map(|u| u.username.as_str())
+            .collect();
+        assert_eq!(removed, vec!["bob", "hand-added"]);
+    }
+
+    #[test]
+    fn managed_ids_come_from_the_synced_members_of_the_group() {
+        let entries = vec![
+            crds::rancher::RoleBindingStatus {
+                group_name: "g".into(),
+                synced_members: vec![SyncedMember {
+                    user_identifier: "alice".into(),
+                    keycloak_user_id: Some("id-a".into()),
+                }],
+                ..Default::default()
+            },
+            crds::rancher::RoleBindingStatus {
+                group_name: "other".into(),
+                synced_members: vec![SyncedMember {
+                    user_identifier: "bob".into(),
+                    keycloak_user_id: Some("id-b".into()),
+                }],
+                ..Default::default()
+            },
+        ];
+        assert_eq!(managed_ids(&entries, "g"), BTreeSet::from(["id-a".to_string()]));
+    }
+}

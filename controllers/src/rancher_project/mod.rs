@@ -1,0 +1,141 @@
+//! The ManagedRancherProject controller (`waldur.io/v1alpha1`): a drop-in replacement for the Python
+//! `rancher-keycloak-operator`. For each object it keeps a Rancher project (created, or adopted when safe), its
+//! quota, Keycloak groups under a shared parent group, role template bindings granting those groups Rancher
+//! roles, and the groups' members in line with the spec; on deletion it removes what it made.
+//!
+//! `reconcile.rs` is the sequence of steps; each thing it produces has its own file: the project
+//! (`project.rs`), its quota (`quotas.rs`), the Keycloak groups (`groups.rs`), the Rancher bindings and what the
+//! spec asks for (`bindings.rs`), memberships (`members.rs`), what is shared with other objects of the same
+//! cluster (`cluster_scope.rs`) and the status (`status.rs`). Deletion is `deletion.rs`.
+//!
+//! Rancher and Keycloak cannot be watched: besides changes to the object itself, a jittered resync
+//! (`--rancher-resync-interval-seconds`) repairs drift (a group, binding or membership changed behind the
+//! operator's back) and adds users who have appeared in Keycloak since.
+
+pub mod bindings;
+pub mod cluster_scope;
+pub mod deletion;
+pub mod error;
+pub mod groups;
+pub mod members;
+pub mod project;
+pub mod quotas;
+pub mod reconcile;
+pub mod settings;
+pub mod status;
+
+use std::sync::Arc;
+
+use crds::rancher::ManagedRancherProject;
+use framework::backoff::BackoffPolicy;
+use framework::clock::{Clock, SystemClock};
+use framework::finalizer::FinalizerSpec;
+use framework::runner::{self, Context, Outcome, Reconciler, RunSettings, Runtime, Scope};
+use kube::runtime::controller::Controller;
+
+use crate::cli::Cli;
+use crate::keycloak::RealmClient;
+use crate::rancher::RancherClient;
+use crate::registry::{Running, StartError};
+use cluster_scope::Peers;
+use error::MrpError;
+pub use settings::RancherProjectSettings;
+
+/// The controller's name (`--controllers`, metrics, events).
+pub const NAME: &str = "managedrancherproject";
+/// The field manager of everything this controller writes.
+pub const FIELD_MANAGER: &str = "platform-operator-managedrancherproject";
+/// Our finalizer on ManagedRancherProjects.
+pub const FINALIZER: &str = "waldur.io/managed-rancher-project";
+/// The finalizer kopf (the original operator's framework) put on objects with a delete handler; taken over.
+pub const KOPF_FINALIZER: &str = "kopf.zalando.org/KopfFinalizerMarker";
+
+/// The controller: its settings, clients and the caches of all objects (for what they share).
+pub struct RancherProjectController {
+    /// Manager settings.
+    pub settings: RancherProjectSettings,
+    /// The Rancher client (`None` when the manager has no Rancher URL).
+    pub rancher: Option<RancherClient>,
+    /// The Keycloak realm the groups live in (`None` when the manager has no Keycloak URL).
+    pub keycloak: Option<RealmClient>,
+    /// The clock (for condition times and the persistence of failures).
+    pub clock: Arc<dyn Clock>,
+    /// Caches of every ManagedRancherProject the controller watches.
+    pub peers: Peers,
+}
+
+impl RancherProjectController {
+    /// Builds the controller from its settings.
+    pub fn new(
+        settings: RancherProjectSettings,
+        kube: kube::Client,
+        metrics: Option<framework::metrics::Metrics>,
+    ) -> Result<Self, StartError> {
+        let invalid = |message: String| StartError {
+            controller: NAME,
+            message,
+        };
+        let rancher = settings
+            .rancher_client(kube.clone(), metrics.clone())
+            .map_err(|e| invalid(format!("--rancher-url: {e}")))?;
+        let keycloak = settings
+            .keycloak_realm(kube, metrics)
+            .map_err(|e| invalid(format!("--rancher-keycloak-url: {e}")))?;
+        if rancher.is_none() {
+            tracing::warn!("no --rancher-url: ManagedRancherProjects will report RancherNotConfigured");
+        }
+        Ok(Self {
+            settings,
+            rancher,
+            keycloak,
+            clock: Arc::new(SystemClock),
+            peers: Peers::default(),
+        })
+    }
+}
+
+impl Reconciler for RancherProjectController {
+    type Resource = ManagedRancherProject;
+    type Error = MrpError;
+
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn finalizer(&self) -> Option<FinalizerSpec> {
+        Some(FinalizerSpec {
+            name: FINALIZER,
+            legacy: &[KOPF_FINALIZER],
+        })
+    }
+
+    fn watches(&self, controller: Controller<Self::Resource>, _scope: &Scope) -> Controller<Self::Resource> {
+        // No other kind drives these objects; the cache is kept to see what other projects share.
+        self.peers.register(controller.store());
+        controller
+    }
+
+    async fn reconcile(&self, obj: Arc<Self::Resource>, ctx: &Context) -> Result<Outcome, Self::Error> {
+        reconcile::reconcile(self, obj, ctx).await
+    }
+
+    async fn cleanup(&self, obj: Arc<Self::Resource>, ctx: &Context) -> Result<(), Self::Error> {
+        deletion::cleanup(self, obj, ctx).await
+    }
+}
+
+/// Starts the controller (the manager's registry entry).
+pub fn start(runtime: &Runtime, cli: &Cli) -> Result<Running, StartError> {
+    let controller = RancherProjectController::new(
+        cli.managed_rancher_project.clone(),
+        runtime.client.clone(),
+        Some(runtime.metrics.clone()),
+    )?;
+    let settings = RunSettings {
+        concurrency: cli.run.max_concurrent_reconciles,
+        namespaces: cli.run.watch_namespaces.clone(),
+        backoff: BackoffPolicy::default(),
+        field_manager: FIELD_MANAGER.to_string(),
+    };
+    Ok(Box::pin(runner::run(Arc::new(controller), runtime.clone(), settings)))
+}

@@ -1,0 +1,118 @@
+//! A binding removed from the spec takes its access with it: its PRTB, its members and its group go; the shared
+//! parent group and the other binding stay.
+
+use crate::support::{
+    PARENT, Setup, World, binding, binding_status, group_name, group_path, wait_state, writer_labels, writer_spec,
+};
+
+#[tokio::test]
+async fn a_binding_removed_from_the_spec_loses_its_prtb_members_and_group_and_the_parent_stays() {
+    let world = World::start(Setup::default()).await;
+    let rp = "4444dddd4b2c4e7f9a0b1c2d3e4f5a6b";
+    let admins = group_name(rp, "project_admin");
+    let members = group_name(rp, "project_member");
+    world
+        .write(
+            "bindings-4444dddd",
+            writer_spec(
+                "Bindings",
+                rp,
+                vec![
+                    binding(&admins, "project-owner", &["alice"]),
+                    binding(&members, "project-member", &["bob", "carol"]),
+                ],
+            ),
+            writer_labels(rp),
+        )
+        .await;
+    let object = world.wait_ready("bindings-4444dddd").await;
+    let project_id = object["status"]["rancherProjectId"]
+        .as_str()
+        .expect("project id")
+        .to_string();
+    assert_eq!(world.prtbs(&project_id).len(), 2);
+
+    // The plugin drops a role's binding once its last member is gone.
+    world
+        .write(
+            "bindings-4444dddd",
+            writer_spec("Bindings", rp, vec![binding(&admins, "project-owner", &["alice"])]),
+            writer_labels(rp),
+        )
+        .await;
+    let object = world
+        .wait_for("bindings-4444dddd", "one binding left", |o| {
+            crate::support::is_ready(o) && binding_status(o, &members).is_none()
+        })
+        .await;
+    assert_eq!(
+        object["status"]["keycloakRoleBindings"].as_array().map(Vec::len),
+        Some(1)
+    );
+    let expected = vec![(format!("keycloakoidc_group://{admins}"), "project-owner".to_string())];
+    wait_state("only the admin PRTB is left", || {
+        let prtbs = world.prtbs(&project_id);
+        if prtbs == expected {
+            Ok(())
+        } else {
+            Err(format!("{prtbs:?}"))
+        }
+    })
+    .await;
+    assert!(
+        !world.group_exists(&group_path(&members)),
+        "the member group is deleted"
+    );
+    for user in ["bob", "carol"] {
+        assert!(
+            world.env.keycloak.hooks().user_group_paths("waldur", user).is_empty(),
+            "{user} has no group left"
+        );
+    }
+    assert!(world.group_exists(&format!("/{PARENT}")), "the parent stays");
+    assert_eq!(world.members(&group_path(&admins)), Some(vec!["alice".to_string()]));
+    let note = world.wait_event("bindings-4444dddd", "BindingRemoved").await;
+    assert!(
+        note.contains("project-member") && note.contains("Keycloak group"),
+        "{note}"
+    );
+}
+
+#[tokio::test]
+async fn a_changed_parent_group_leaves_no_group_with_members_under_the_old_parent() {
+    let world = World::start(Setup::default()).await;
+    let rp = "4545dddd4b2c4e7f9a0b1c2d3e4f5a6b";
+    let group = group_name(rp, "project_member");
+    let mut spec = writer_spec("Moving", rp, vec![binding(&group, "project-member", &["alice"])]);
+    world.write("moving-4545dddd", spec.clone(), writer_labels(rp)).await;
+    world.wait_ready("moving-4545dddd").await;
+    assert!(world.group_exists(&group_path(&group)));
+
+    spec["keycloak"]["parentGroupName"] = serde_json::json!("c_renamed");
+    world.write("moving-4545dddd", spec, writer_labels(rp)).await;
+    let new_path = format!("/c_renamed/{group}");
+    world
+        .wait_for("moving-4545dddd", "the group under the new parent", |o| {
+            crate::support::is_ready(o)
+                && binding_status(o, &group).is_some_and(|b| {
+                    b["keycloakGroupId"]
+                        == world
+                            .env
+                            .keycloak
+                            .hooks()
+                            .group_id("waldur", &new_path)
+                            .unwrap_or_default()
+                            .as_str()
+                })
+        })
+        .await;
+    assert_eq!(world.members(&new_path), Some(vec!["alice".to_string()]));
+    assert!(
+        !world.group_exists(&group_path(&group)),
+        "the group under the old parent is gone"
+    );
+    assert_eq!(
+        world.env.keycloak.hooks().user_group_paths("waldur", "alice"),
+        vec![new_path]
+    );
+}

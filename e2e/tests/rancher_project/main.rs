@@ -1,0 +1,21 @@
+//! End-to-end tests of the ManagedRancherProject and RancherProjectInventory controllers: the real `manager`
+//! process (`--controllers=managedrancherproject,rancherprojectinventory`, a 2-second resync) against the API
+//! emulator, the Rancher emulator and the Keycloak emulator. Objects are written the way the Waldur
+//! `rancher-kc-crd` plugin writes them. Every test has its own world, so they run in parallel. One module per
+//! user story; test names state the expectation.
+
+mod support;
+
+mod adoption;
+mod binding_removal;
+mod creation;
+mod deletion;
+mod drift;
+mod idempotence;
+mod inventory;
+mod membership;
+mod outages;
+mod quotas;
+mod samples;
+mod shared_cluster_bindings;
+mod validation;

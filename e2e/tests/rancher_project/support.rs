@@ -1,0 +1,535 @@
+//! The world of one ManagedRancherProject test: its own API emulator with the operator's CRDs, its own Rancher
+//! emulator (cluster `c-m-glwxdksp`) and Keycloak emulator (realm `waldur`, users alice, bob, carol), the
+//! credential Secrets, and the real `manager` running the two controllers with a short resync interval.
+//! Objects are written the way the Waldur plugin writes them: GET, then a full PUT (or a create).
+
+use std::collections::BTreeMap;
+
+use e2e::harness::{Deadline, ManagerOptions, ManagerProcess, TestCluster, wait_until};
+use e2e::rancher::{ProjectSandbox, ProjectSandboxOptions, sandbox_prepare};
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::core::{DynamicObject, GroupVersionKind};
+use kube::discovery::ApiResource;
+use serde_json::{Value, json};
+
+/// The Rancher cluster every test uses.
+pub const CLUSTER: &str = "c-m-glwxdksp";
+/// A second cluster (inventory counts per cluster).
+pub const OTHER_CLUSTER: &str = "c-m-other";
+/// The parent group the plugin names for the cluster.
+pub const PARENT: &str = "c_c-m-glwxdksp";
+/// The realm of the groups.
+pub const REALM: &str = "waldur";
+/// Where the objects live (as for the plugin).
+pub const NAMESPACE: &str = "waldur-system";
+/// Seconds between drift checks in the tests.
+pub const RESYNC_SECONDS: u64 = 2;
+
+/// What to set up besides the cluster and the emulators.
+pub struct Setup {
+    /// Users that exist in Keycloak.
+    pub users: Vec<&'static str>,
+    /// Extra manager flags.
+    pub manager_args: Vec<String>,
+    /// Start the manager.
+    pub manager: bool,
+}
+
+impl Default for Setup {
+    fn default() -> Self {
+        Self {
+            users: vec!["alice", "bob", "carol"],
+            manager_args: Vec::new(),
+            manager: true,
+        }
+    }
+}
+
+/// One test's world.
+pub struct World {
+    /// The manager; declared first so it is dropped (printing its log on failure) before the rest.
+    pub manager: Option<ManagerProcess>,
+    /// Rancher and Keycloak.
+    pub env: ProjectSandbox,
+    /// The control plane.
+    pub cluster: TestCluster,
+}
+
+/// The ManagedRancherProject kind as a dynamic resource (objects are written as the plugin writes them).
+pub fn mrp_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("waldur.io", "v1alpha1", "ManagedRancherProject"),
+        "managedrancherprojects",
+    )
+}
+
+/// The RancherProjectInventory kind.
+pub fn rpi_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("waldur.io", "v1alpha1", "RancherProjectInventory"),
+        "rancherprojectinventories",
+    )
+}
+
+/// The group name the plugin renders for a role of a Waldur resource project (its default template).
+pub fn group_name(rp_uuid: &str, role: &str) -> String {
+    format!("c_{CLUSTER}_{rp_uuid}_{role}")
+}
+
+/// The Keycloak path of a binding group under the parent.
+pub fn group_path(group: &str) -> String {
+    format!("/{PARENT}/{group}")
+}
+
+/// A binding as the plugin writes it: members by username.
+pub fn binding(group: &str, role: &str, members: &[&str]) -> Value {
+    let members: Vec<Value> = members
+        .iter()
+        .map(|m| json!({"userIdentifier": m, "lookupByID": false}))
+        .collect();
+    json!({"groupName": group, "rancherRole": role, "members": members})
+}
+
+/// A spec in the plugin's shape.
+pub fn writer_spec(project_name: &str, rp_uuid: &str, bindings: Vec<Value>) -> Value {
+    json!({
+        "clusterId": CLUSTER,
+        "projectName": project_name,
+        "resourceUuid": "8598e0db5823407ea6e03d69d2ad68e9",
+        "resourceProjectUuid": rp_uuid,
+        "description": format!("{project_name} workspace"),
+        "keycloak": {"enabled": true, "parentGroupName": PARENT, "roleBindings": bindings},
+    })
+}
+
+/// The labels the plugin stamps.
+pub fn writer_labels(rp_uuid: &str) -> Value {
+    json!({"waldur.io/resource-uuid": "8598e0db5823407ea6e03d69d2ad68e9", "waldur.io/resource-project-uuid": rp_uuid})
+}
+
+/// A condition of an object (as JSON), by type.
+pub fn condition<'a>(object: &'a Value, type_: &str) -> Option<&'a Value> {
+    object["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)
+}
+
+/// The status entry of a project binding by group name.
+pub fn binding_status<'a>(object: &'a Value, group: &str) -> Option<&'a Value> {
+    object["status"]["keycloakRoleBindings"]
+        .as_array()?
+        .iter()
+        .find(|b| b["groupName"] == group)
+}
+
+/// The `userIdentifier`s of a binding's synced members.
+pub fn synced(object: &Value, group: &str) -> Vec<String> {
+    binding_status(object, group)
+        .and_then(|b| b["syncedMembers"].as_array())
+        .map(|members| {
+            members
+                .iter()
+                .filter_map(|m| m["userIdentifier"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The `userIdentifier`s of a binding's pending members.
+pub fn pending(object: &Value, group: &str) -> Vec<String> {
+    binding_status(object, group)
+        .and_then(|b| b["pendingMembers"].as_array())
+        .map(|members| {
+            members
+                .iter()
+                .filter_map(|m| m["userIdentifier"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether an object is Ready for its current generation.
+pub fn is_ready(object: &Value) -> bool {
+    object["status"]["phase"] == "Ready"
+        && object["status"]["observedGeneration"] == object["metadata"]["generation"]
+        && condition(object, "Ready").is_some_and(|c| c["status"] == "True")
+}
+
+impl World {
+    /// Sets up a world.
+    pub async fn start(setup: Setup) -> World {
+        let cluster = TestCluster::start().await;
+        cluster.install_crds(&crds::all()).await;
+        let env = sandbox_prepare(
+            &cluster.client(),
+            ProjectSandboxOptions {
+                clusters: vec![CLUSTER.to_string(), OTHER_CLUSTER.to_string()],
+                realm: REALM.to_string(),
+                users: setup.users.iter().map(|u| u.to_string()).collect(),
+                secret_namespace: NAMESPACE.to_string(),
+                namespaces: vec![NAMESPACE.to_string()],
+            },
+        )
+        .await
+        .expect("prepare Rancher and Keycloak");
+        let mut world = World {
+            manager: None,
+            env,
+            cluster,
+        };
+        if setup.manager {
+            world.start_manager(setup.manager_args).await;
+        }
+        world
+    }
+
+    /// The manager's arguments.
+    pub fn manager_args(&self, extra: Vec<String>) -> Vec<String> {
+        let mut args = vec![
+            "--controllers=managedrancherproject,rancherprojectinventory".to_string(),
+            format!("--rancher-resync-interval-seconds={RESYNC_SECONDS}"),
+            "--rancher-timeout-seconds=5".to_string(),
+            "--rancher-keycloak-timeout-seconds=5".to_string(),
+        ];
+        args.extend(self.env.manager_args());
+        args.extend(extra);
+        args
+    }
+
+    /// Starts the manager.
+    pub async fn start_manager(&mut self, extra: Vec<String>) {
+        let args = self.manager_args(extra);
+        self.manager = Some(ManagerProcess::start(&self.cluster, ManagerOptions { args, env: Vec::new() }).await);
+    }
+
+    /// The running manager.
+    pub fn manager(&self) -> &ManagerProcess {
+        self.manager.as_ref().expect("the manager was started")
+    }
+
+    /// The ManagedRancherProjects of the namespace.
+    pub fn mrps(&self) -> Api<DynamicObject> {
+        Api::namespaced_with(self.cluster.client(), NAMESPACE, &mrp_resource())
+    }
+
+    /// Writes an object the way the plugin does: GET, then a full PUT carrying only name, labels and the
+    /// resourceVersion in its metadata (dropping finalizers and annotations), or a create.
+    pub async fn write(&self, name: &str, spec: Value, labels: Value) {
+        let api = self.mrps();
+        for _ in 0..5 {
+            let existing = api.get_opt(name).await.expect("read the object");
+            let mut body = json!({
+                "apiVersion": "waldur.io/v1alpha1",
+                "kind": "ManagedRancherProject",
+                "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels},
+                "spec": spec,
+            });
+            let result = match existing {
+                None => {
+                    let object: DynamicObject = serde_json::from_value(body).expect("object");
+                    api.create(&PostParams::default(), &object).await.map(|_| ())
+                }
+                Some(existing) => {
+                    body["metadata"]["resourceVersion"] = json!(existing.metadata.resource_version);
+                    let object: DynamicObject = serde_json::from_value(body).expect("object");
+                    api.replace(name, &PostParams::default(), &object).await.map(|_| ())
+                }
+            };
+            match result {
+                Ok(()) => return,
+                Err(kube::Error::Api(e)) if e.code == 409 => continue,
+                Err(e) => panic!("write ManagedRancherProject {name}: {e}"),
+            }
+        }
+        panic!("write ManagedRancherProject {name}: kept conflicting");
+    }
+
+    /// The object as JSON, if it exists.
+    pub async fn get(&self, name: &str) -> Option<Value> {
+        self.mrps()
+            .get_opt(name)
+            .await
+            .unwrap_or_else(|e| panic!("read {name}: {e}"))
+            .map(|o| serde_json::to_value(o).expect("objects serialize"))
+    }
+
+    /// Merges `patch` into the object (a user's edit).
+    pub async fn merge(&self, name: &str, patch: Value) {
+        self.mrps()
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .unwrap_or_else(|e| panic!("patch {name}: {e}"));
+    }
+
+    /// Waits until `check` accepts the object; returns it.
+    pub async fn wait_for(&self, name: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+        wait_until(&format!("{name}: {what}"), Deadline::secs(30), || {
+            let check = &check;
+            async move {
+                match self.get(name).await {
+                    Some(object) if check(&object) => Ok(Some(object)),
+                    Some(object) => Err(object["status"].to_string()),
+                    None => Err("no such object".to_string()),
+                }
+            }
+        })
+        .await
+    }
+
+    /// Waits until the object is Ready for its current generation.
+    pub async fn wait_ready(&self, name: &str) -> Value {
+        self.wait_for(name, "Ready", is_ready).await
+    }
+
+    /// Deletes the object (cleanup then runs under the finalizer).
+    pub async fn delete(&self, name: &str) {
+        self.mrps()
+            .delete(name, &DeleteParams::default())
+            .await
+            .unwrap_or_else(|e| panic!("delete {name}: {e}"));
+    }
+
+    /// Waits until the object is gone.
+    pub async fn wait_gone(&self, name: &str) {
+        wait_until(&format!("{name} gone"), Deadline::secs(30), || async move {
+            match self.get(name).await {
+                None => Ok(Some(())),
+                Some(object) => Err(object["status"].to_string()),
+            }
+        })
+        .await
+    }
+
+    /// Events about an object.
+    pub async fn events(&self, name: &str) -> Vec<Event> {
+        let api: Api<Event> = Api::namespaced(self.cluster.client(), NAMESPACE);
+        api.list(&Default::default())
+            .await
+            .expect("list events")
+            .items
+            .into_iter()
+            .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+            .collect()
+    }
+
+    /// Waits for an event with `reason` about the object; returns its note.
+    pub async fn wait_event(&self, name: &str, reason: &str) -> String {
+        wait_until(
+            &format!("event {reason} about {name}"),
+            Deadline::secs(30),
+            || async move {
+                let events = self.events(name).await;
+                match events.iter().find(|e| e.reason.as_deref() == Some(reason)) {
+                    Some(e) => Ok(Some(e.note.clone().unwrap_or_default())),
+                    None => Err(format!(
+                        "{:?}",
+                        events.iter().map(|e| e.reason.clone()).collect::<Vec<_>>()
+                    )),
+                }
+            },
+        )
+        .await
+    }
+
+    // --- Rancher ---
+
+    /// The projects of the test cluster with this display name.
+    pub fn projects_named(&self, name: &str) -> Vec<Value> {
+        self.env.rancher.projects_named(CLUSTER, name)
+    }
+
+    /// The project with this id.
+    pub fn project(&self, id: &str) -> Option<Value> {
+        self.env.rancher.project(id)
+    }
+
+    /// The PRTBs of a project as `(groupPrincipalId, roleTemplateId)`.
+    pub fn prtbs(&self, project_id: &str) -> Vec<(String, String)> {
+        let mut found: Vec<(String, String)> = self
+            .env
+            .rancher
+            .project_bindings()
+            .iter()
+            .filter(|b| b["projectId"] == project_id)
+            .map(|b| {
+                (
+                    b["groupPrincipalId"].as_str().unwrap_or_default().to_string(),
+                    b["roleTemplateId"].as_str().unwrap_or_default().to_string(),
+                )
+            })
+            .collect();
+        found.sort();
+        found
+    }
+
+    /// The CRTBs of the test cluster as `(groupPrincipalId, roleTemplateId)`.
+    pub fn crtbs(&self) -> Vec<(String, String)> {
+        let mut found: Vec<(String, String)> = self
+            .env
+            .rancher
+            .cluster_bindings()
+            .iter()
+            .filter(|b| b["clusterId"] == CLUSTER)
+            .map(|b| {
+                (
+                    b["groupPrincipalId"].as_str().unwrap_or_default().to_string(),
+                    b["roleTemplateId"].as_str().unwrap_or_default().to_string(),
+                )
+            })
+            .collect();
+        found.sort();
+        found
+    }
+
+    /// Sends a request to Rancher as an administrator would by hand (not through the operator).
+    pub async fn rancher_call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+        let request = reqwest::Client::new()
+            .request(method, format!("{}{path}", self.env.rancher.url()))
+            .header("authorization", format!("Bearer {}", self.env.rancher.admin_token()));
+        let request = match body {
+            Some(body) => request.json(&body),
+            None => request,
+        };
+        let response = request.send().await.expect("Rancher answers");
+        let status = response.status();
+        let body: Value = response.json().await.unwrap_or(Value::Null);
+        assert!(status.is_success(), "Rancher {path}: {status} {body}");
+        body
+    }
+
+    /// Rancher requests the operator made that change something.
+    pub fn rancher_writes(&self) -> u64 {
+        self.env
+            .rancher
+            .counters()
+            .iter()
+            .filter(|row| {
+                matches!(
+                    row.key.verb.as_str(),
+                    "create" | "update" | "patch" | "delete" | "action"
+                )
+            })
+            .map(|row| row.count)
+            .sum()
+    }
+
+    /// Every Rancher request, by verb and resource.
+    pub fn rancher_breakdown(&self) -> BTreeMap<String, u64> {
+        self.env
+            .rancher
+            .counters()
+            .iter()
+            .map(|row| (format!("{} {}", row.key.verb, row.key.resource), row.count))
+            .collect()
+    }
+
+    /// Every Rancher request.
+    pub fn rancher_requests(&self) -> u64 {
+        self.env.rancher.counters().iter().map(|row| row.count).sum()
+    }
+
+    // --- Keycloak ---
+
+    /// Usernames of the members of the group at `path`, or `None` when the group does not exist.
+    pub fn members(&self, path: &str) -> Option<Vec<String>> {
+        self.env.keycloak.hooks().group_members(REALM, path)
+    }
+
+    /// Whether the group at `path` exists.
+    pub fn group_exists(&self, path: &str) -> bool {
+        self.env.keycloak.hooks().group_id(REALM, path).is_some()
+    }
+
+    /// Keycloak admin API requests that change something (logins excluded).
+    pub fn keycloak_writes(&self) -> u64 {
+        self.env
+            .keycloak
+            .hooks()
+            .counters()
+            .iter()
+            .filter(|row| row.method != "GET" && row.route.starts_with("/admin/"))
+            .map(|row| row.count)
+            .sum()
+    }
+
+    /// Every Keycloak admin API request (logins excluded).
+    pub fn keycloak_requests(&self) -> u64 {
+        self.env
+            .keycloak
+            .hooks()
+            .counters()
+            .iter()
+            .filter(|row| row.route.starts_with("/admin/"))
+            .map(|row| row.count)
+            .sum()
+    }
+
+    /// Every Keycloak request, by method and route.
+    pub fn keycloak_breakdown(&self) -> BTreeMap<String, u64> {
+        self.env
+            .keycloak
+            .hooks()
+            .counters()
+            .iter()
+            .map(|row| (format!("{} {}", row.method, row.route), row.count))
+            .collect()
+    }
+
+    /// Resets the Rancher and Keycloak counters.
+    pub fn reset_counters(&self) {
+        self.env.rancher.reset_counters();
+        self.env.keycloak.hooks().reset_counters();
+    }
+
+    /// Reconciles the ManagedRancherProject controller has finished (from the manager's metrics).
+    pub async fn reconciles(&self) -> u64 {
+        let metrics = self.manager().metrics().await;
+        metrics
+            .lines()
+            .filter(|l| {
+                l.starts_with("controller_runtime_reconcile_total{")
+                    && l.contains("controller=\"managedrancherproject\"")
+            })
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum::<f64>() as u64
+    }
+
+    /// Waits until the controller has finished `n` more reconciles than `since`.
+    pub async fn wait_reconciles(&self, since: u64, n: u64) -> u64 {
+        wait_until(&format!("{n} more reconciles"), Deadline::secs(30), || async move {
+            let now = self.reconciles().await;
+            if now >= since + n {
+                Ok(Some(now))
+            } else {
+                Err(format!("{now} so far"))
+            }
+        })
+        .await
+    }
+}
+
+/// Waits until the group at `path` has exactly `members` (usernames, ordered).
+pub async fn wait_members(world: &World, path: &str, members: &[&str]) {
+    let wanted: Vec<String> = members.iter().map(|m| m.to_string()).collect();
+    wait_until(&format!("members of {path} = {members:?}"), Deadline::secs(30), || {
+        let wanted = wanted.clone();
+        async move {
+            match world.members(path) {
+                Some(current) if current == wanted => Ok(Some(())),
+                other => Err(format!("{other:?}")),
+            }
+        }
+    })
+    .await
+}
+
+/// Waits until `check` holds for the emulators' state (Rancher or Keycloak), polling.
+pub async fn wait_state(what: &str, check: impl Fn() -> Result<(), String>) {
+    wait_until(what, Deadline::secs(30), || {
+        let result = check();
+        async move { result.map(Some) }
+    })
+    .await
+}
