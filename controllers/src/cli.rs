@@ -5,7 +5,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// A Kubernetes operator hosting the NebariApp, KeystoneApplicationCredential and ManagedRancherProject
 /// controllers in one process.
 #[derive(Debug, Parser)]
-#[command(name = "manager", version, about, long_about = None)]
+#[command(name = "manager", version)]
 pub struct Cli {
     /// What to do; without a subcommand the manager runs the controllers.
     #[command(subcommand)]

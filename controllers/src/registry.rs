@@ -5,8 +5,11 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
-use framework::runner::Runtime;
+use framework::Reconciler;
+use framework::backoff::BackoffPolicy;
+use framework::runner::{self, RunSettings, Runtime};
 
 use crate::cli::Cli;
 
@@ -29,6 +32,18 @@ pub struct ControllerEntry {
     pub name: &'static str,
     /// Builds the controller's future from the runtime and the command line.
     pub start: fn(&Runtime, &Cli) -> Result<Running, StartError>,
+}
+
+/// Runs `reconciler` with the manager's shared settings (concurrency, watched namespaces, backoff) under
+/// `field_manager`: what every controller's `start` ends with.
+pub fn running<R: Reconciler>(reconciler: R, runtime: &Runtime, cli: &Cli, field_manager: &str) -> Running {
+    let settings = RunSettings {
+        concurrency: cli.run.max_concurrent_reconciles,
+        namespaces: cli.run.watch_namespaces.clone(),
+        backoff: BackoffPolicy::default(),
+        field_manager: field_manager.to_string(),
+    };
+    Box::pin(runner::run(Arc::new(reconciler), runtime.clone(), settings))
 }
 
 /// Every controller this manager can run.

@@ -27,11 +27,10 @@ use std::time::Duration;
 
 use clap::Args;
 use crds::keystone::{KeystoneAPI, KeystoneApplicationCredential};
-use framework::backoff::BackoffPolicy;
 use framework::clock::{Clock, OffsetClock, SystemClock};
 use framework::finalizer::FinalizerSpec;
 use framework::http::HttpSettings;
-use framework::runner::{self, Context, Outcome, Reconciler, RunSettings, Runtime, Scope};
+use framework::runner::{Context, Outcome, Reconciler, Runtime, Scope};
 use futures::{Stream, StreamExt};
 use jiff::SignedDuration;
 use k8s_openapi::api::core::v1::Secret;
@@ -233,11 +232,5 @@ fn keystone_api_changes(api: Api<KeystoneAPI>) -> impl Stream<Item = ()> + Send 
 pub fn start(runtime: &Runtime, cli: &Cli) -> Result<Running, StartError> {
     let controller =
         ApplicationCredentialController::new(&cli.keystone_application_credential, Some(runtime.metrics.clone()))?;
-    let settings = RunSettings {
-        concurrency: cli.run.max_concurrent_reconciles,
-        namespaces: cli.run.watch_namespaces.clone(),
-        backoff: BackoffPolicy::default(),
-        field_manager: FIELD_MANAGER.to_string(),
-    };
-    Ok(Box::pin(runner::run(Arc::new(controller), runtime.clone(), settings)))
+    Ok(crate::registry::running(controller, runtime, cli, FIELD_MANAGER))
 }

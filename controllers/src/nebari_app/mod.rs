@@ -30,11 +30,10 @@ use std::sync::Arc;
 use crds::nebari::NebariApp;
 use crds::thirdparty::cert_manager::Certificate;
 use crds::thirdparty::envoy_gateway::SecurityPolicy;
-use framework::backoff::BackoffPolicy;
 use framework::children::{ChildConfig, ChildSet};
 use framework::clock::{Clock, SystemClock};
 use framework::finalizer::FinalizerSpec;
-use framework::runner::{self, Context, Outcome, Reconciler, RunSettings, Runtime, Scope};
+use framework::runner::{Context, Outcome, Reconciler, Runtime, Scope};
 use gateway_api::gateways::Gateway;
 use gateway_api::httproutes::HttpRoute;
 use k8s_openapi::api::core::v1::{Namespace, Secret, Service};
@@ -254,11 +253,5 @@ pub fn start(runtime: &Runtime, cli: &Cli) -> Result<Running, StartError> {
         runtime.client.clone(),
         Some(runtime.metrics.clone()),
     )?;
-    let settings = RunSettings {
-        concurrency: cli.run.max_concurrent_reconciles,
-        namespaces: cli.run.watch_namespaces.clone(),
-        backoff: BackoffPolicy::default(),
-        field_manager: FIELD_MANAGER.to_string(),
-    };
-    Ok(Box::pin(runner::run(Arc::new(controller), runtime.clone(), settings)))
+    Ok(crate::registry::running(controller, runtime, cli, FIELD_MANAGER))
 }

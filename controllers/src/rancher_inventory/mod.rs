@@ -13,11 +13,10 @@ use std::time::Duration;
 
 use crds::rancher::{ManagedRancherProject, RancherProjectInventory, RancherProjectInventoryStatus};
 use framework::ReconcileError;
-use framework::backoff::BackoffPolicy;
 use framework::clock::{Clock, SystemClock};
 use framework::conditions::{self, ConditionUpdate, READY};
 use framework::events::Severity;
-use framework::runner::{self, Context, Outcome, Reconciler, RunSettings, Runtime};
+use framework::runner::{Context, Outcome, Reconciler, Runtime};
 use framework::status::{Precondition, write_if_changed};
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -176,13 +175,7 @@ pub fn start(runtime: &Runtime, cli: &Cli) -> Result<Running, StartError> {
         runtime.client.clone(),
         Some(runtime.metrics.clone()),
     )?;
-    let settings = RunSettings {
-        concurrency: cli.run.max_concurrent_reconciles,
-        namespaces: cli.run.watch_namespaces.clone(),
-        backoff: BackoffPolicy::default(),
-        field_manager: FIELD_MANAGER.to_string(),
-    };
-    Ok(Box::pin(runner::run(Arc::new(controller), runtime.clone(), settings)))
+    Ok(crate::registry::running(controller, runtime, cli, FIELD_MANAGER))
 }
 
 #[cfg(test)]

@@ -27,10 +27,9 @@ pub mod status;
 use std::sync::Arc;
 
 use crds::rancher::ManagedRancherProject;
-use framework::backoff::BackoffPolicy;
 use framework::clock::{Clock, SystemClock};
 use framework::finalizer::FinalizerSpec;
-use framework::runner::{self, Context, Outcome, Reconciler, RunSettings, Runtime, Scope};
+use framework::runner::{Context, Outcome, Reconciler, Runtime, Scope};
 use kube::runtime::controller::Controller;
 
 use crate::cli::Cli;
@@ -131,11 +130,5 @@ pub fn start(runtime: &Runtime, cli: &Cli) -> Result<Running, StartError> {
         runtime.client.clone(),
         Some(runtime.metrics.clone()),
     )?;
-    let settings = RunSettings {
-        concurrency: cli.run.max_concurrent_reconciles,
-        namespaces: cli.run.watch_namespaces.clone(),
-        backoff: BackoffPolicy::default(),
-        field_manager: FIELD_MANAGER.to_string(),
-    };
-    Ok(Box::pin(runner::run(Arc::new(controller), runtime.clone(), settings)))
+    Ok(crate::registry::running(controller, runtime, cli, FIELD_MANAGER))
 }
