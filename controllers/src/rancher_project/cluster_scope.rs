@@ -4,40 +4,64 @@
 //! the objects that still want them, and the members of a shared group are the union over those objects (so two
 //! objects in transition never fight over a membership).
 //!
-//! Reconciles read the controller's own caches ([`Peers`]); cleanup lists the objects afresh before deciding to
-//! delete anything shared.
+//! Every decision about something shared counts the objects of **all namespaces**, whatever the manager
+//! watches: what other objects want of a cluster binding or group does not depend on which of them this
+//! manager reconciles. Reconciles read the controller's cache when it covers every namespace, and list the
+//! objects cluster-wide otherwise (`--watch-namespace`: the caches cover the watched namespaces only); cleanup
+//! and the inventory always list them afresh. The manager's role may therefore list ManagedRancherProjects in
+//! every namespace (it is a ClusterRole).
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use crds::rancher::ManagedRancherProject;
 use kube::ResourceExt;
+use kube::api::{Api, ListParams};
 use kube::runtime::reflector::Store;
 
 use super::bindings::{self, BindingKey};
+use super::error::MrpError;
 use super::members::DesiredMember;
 
-/// The controller's caches of ManagedRancherProjects (one per watched namespace).
+/// The controller's cache of every namespace's ManagedRancherProjects, when it watches them all.
 #[derive(Default)]
 pub struct Peers {
-    stores: Mutex<Vec<Store<ManagedRancherProject>>>,
+    cluster_wide: Mutex<Option<Store<ManagedRancherProject>>>,
 }
 
 impl Peers {
-    /// Adds the cache of one watched namespace (or of all of them).
-    pub fn register(&self, store: Store<ManagedRancherProject>) {
-        if let Ok(mut stores) = self.stores.lock() {
-            stores.push(store);
+    /// Registers the cache of one watch: kept when it covers every namespace (`namespace` is `None`); the cache
+    /// of one namespace is not enough to count what other objects share.
+    pub fn register(&self, store: Store<ManagedRancherProject>, namespace: Option<&str>) {
+        if namespace.is_none()
+            && let Ok(mut cluster_wide) = self.cluster_wide.lock()
+        {
+            *cluster_wide = Some(store);
         }
     }
 
-    /// Every cached object.
-    pub fn snapshot(&self) -> Vec<Arc<ManagedRancherProject>> {
-        self.stores
+    /// Every object of every namespace: from the cache when it covers them all, else listed cluster-wide.
+    pub async fn all(&self, client: &kube::Client) -> Result<Vec<Arc<ManagedRancherProject>>, MrpError> {
+        let cached = self
+            .cluster_wide
             .lock()
-            .map(|stores| stores.iter().flat_map(|s| s.state()).collect())
-            .unwrap_or_default()
+            .ok()
+            .and_then(|store| store.as_ref().map(Store::state));
+        match cached {
+            Some(all) => Ok(all),
+            None => list_all(client).await,
+        }
     }
+}
+
+/// Every ManagedRancherProject of every namespace, read from the API server.
+pub async fn list_all(client: &kube::Client) -> Result<Vec<Arc<ManagedRancherProject>>, MrpError> {
+    let api: Api<ManagedRancherProject> = Api::all(client.clone());
+    let listed = api
+        .list(&ListParams::default())
+        .await
+        .map_err(MrpError::kube("listing ManagedRancherProjects"))?;
+    Ok(listed.items.into_iter().map(Arc::new).collect())
 }
 
 /// The objects other than `me` that are not being deleted.

@@ -19,7 +19,7 @@ use framework::conditions::{self, ConditionUpdate, READY};
 use framework::events::Severity;
 use framework::runner::Context;
 use framework::status::{Precondition, write_if_changed};
-use kube::api::{Api, ListParams};
+use kube::api::Api;
 use kube::{Resource, ResourceExt};
 
 use super::RancherProjectController as Controller;
@@ -238,12 +238,8 @@ pub async fn cleanup(controller: &Controller, mrp: Arc<ManagedRancherProject>, c
         tracing::warn!("{SKIP_CLEANUP_ANNOTATION} is set: releasing without cleaning up Rancher and Keycloak");
         return Ok(());
     }
-    let all: Api<ManagedRancherProject> = Api::all(ctx.client.clone());
-    let listed = all
-        .list(&ListParams::default())
-        .await
-        .map_err(MrpError::kube("listing ManagedRancherProjects"))?;
-    let listed: Vec<Arc<ManagedRancherProject>> = listed.items.into_iter().map(Arc::new).collect();
+    // Afresh and cluster-wide, whatever the manager watches (see `cluster_scope`).
+    let listed = cluster_scope::list_all(&ctx.client).await?;
     let mut cleanup = Cleanup {
         mrp: &mrp,
         status: mrp.status.clone().unwrap_or_default(),

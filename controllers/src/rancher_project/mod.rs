@@ -59,7 +59,7 @@ pub struct RancherProjectController {
     pub keycloak: Option<RealmClient>,
     /// The clock (for condition times and the persistence of failures).
     pub clock: Arc<dyn Clock>,
-    /// Caches of every ManagedRancherProject the controller watches.
+    /// The cache of every namespace's ManagedRancherProjects (for what they share), when the controller has one.
     pub peers: Peers,
 }
 
@@ -108,9 +108,9 @@ impl Reconciler for RancherProjectController {
         })
     }
 
-    fn watches(&self, controller: Controller<Self::Resource>, _scope: &Scope) -> Controller<Self::Resource> {
+    fn watches(&self, controller: Controller<Self::Resource>, scope: &Scope) -> Controller<Self::Resource> {
         // No other kind drives these objects; the cache is kept to see what other projects share.
-        self.peers.register(controller.store());
+        self.peers.register(controller.store(), scope.namespace());
         controller
     }
 

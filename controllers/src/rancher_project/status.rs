@@ -15,13 +15,13 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use crds::rancher::{ManagedRancherProject, ManagedRancherProjectStatus, Phase};
+use crds::rancher::{ManagedRancherProject, ManagedRancherProjectStatus, Phase, RoleBindingStatus, SyncedMember};
 use framework::conditions::{self, ConditionUpdate, READY, Status};
 use framework::status::{Precondition, write_if_changed};
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
 
 /// Condition: the Rancher project exists (created or adopted) with the spec's name, description, annotations.
@@ -201,6 +201,126 @@ pub async fn write(
     Ok(true)
 }
 
+/// Reads the object afresh from the API server (not the cache), after a status write was refused as stale.
+/// A list narrowed to the name rather than a get: the manager's role may list ManagedRancherProjects but not get
+/// them. `None` when the object is gone.
+pub async fn read_fresh(
+    api: &Api<ManagedRancherProject>,
+    name: &str,
+) -> Result<Option<ManagedRancherProject>, kube::Error> {
+    let params = ListParams::default().fields(&format!("metadata.name={name}"));
+    Ok(api
+        .list(&params)
+        .await?
+        .items
+        .into_iter()
+        .find(|o| o.name_any() == name))
+}
+
+/// The status to write on a fresh copy of the object after a write computed from `base` (the status the pass
+/// read) was refused as stale: `ours` (what the pass computed), plus the records `theirs` (the status stored
+/// now) holds that `base` did not, i.e. anything written since the pass read the object.
+///
+/// The records are facts about Rancher and Keycloak, true whatever the spec says now: the members the pass
+/// added or found (`syncedMembers` with their Keycloak ids, which make them "managed", so removable later), the
+/// groups and bindings it made or found (their ids), the project, the parent group, and the entries of removed
+/// bindings whose cleanup is unfinished. Dropping one would make a later pass treat what the operator granted as
+/// made by hand and never revoke it. So nothing recorded is dropped: an entry `theirs` has and `ours` does not is
+/// kept (the next pass removes it unless the spec wants it), members are the union, and an id is `ours` unless
+/// the pass did not find one. Only what the pass itself removed (absent from `ours` but present in `base`) stays
+/// removed. When `theirs` equals `base` — the usual case: only the spec or the metadata changed — this is `ours`.
+///
+/// Conditions, phase and `observedGeneration` are the pass's: they describe the generation it reconciled; the
+/// change that caused the conflict brings another pass for the new one. `lastReconcileTime` is stamped by the
+/// caller against `theirs`.
+pub fn rebase(
+    ours: &ManagedRancherProjectStatus,
+    base: &ManagedRancherProjectStatus,
+    theirs: &ManagedRancherProjectStatus,
+) -> ManagedRancherProjectStatus {
+    let mut merged = ours.clone();
+    if merged.rancher_project_id.as_deref().unwrap_or_default().is_empty() {
+        merged.rancher_project_id = theirs.rancher_project_id.clone();
+    }
+    if theirs.keycloak_parent_group_id != base.keycloak_parent_group_id
+        && merged
+            .keycloak_parent_group_id
+            .as_deref()
+            .unwrap_or_default()
+            .is_empty()
+    {
+        merged.keycloak_parent_group_id = theirs.keycloak_parent_group_id.clone();
+    }
+    rebase_entries(
+        &mut merged.keycloak_role_bindings,
+        &base.keycloak_role_bindings,
+        &theirs.keycloak_role_bindings,
+    );
+    rebase_entries(
+        &mut merged.cluster_keycloak_role_bindings,
+        &base.cluster_keycloak_role_bindings,
+        &theirs.cluster_keycloak_role_bindings,
+    );
+    merged
+}
+
+/// A synced member's identity: its Keycloak id (the record removal relies on), else its identifier.
+fn member_key(member: &SyncedMember) -> &str {
+    member.keycloak_user_id.as_deref().unwrap_or(&member.user_identifier)
+}
+
+/// Whether two entries record the same facts (ids and managed members; counts and pending members aside).
+fn same_records(a: &RoleBindingStatus, b: &RoleBindingStatus) -> bool {
+    let members = |e: &RoleBindingStatus| -> BTreeSet<String> {
+        e.synced_members.iter().map(|m| member_key(m).to_string()).collect()
+    };
+    a.keycloak_group_id == b.keycloak_group_id
+        && a.rancher_binding_id == b.rancher_binding_id
+        && members(a) == members(b)
+}
+
+fn rebase_entries(ours: &mut Vec<RoleBindingStatus>, base: &[RoleBindingStatus], theirs: &[RoleBindingStatus]) {
+    for their in theirs {
+        let before = base
+            .iter()
+            .find(|b| b.group_name == their.group_name && b.rancher_role == their.rancher_role);
+        if before.is_some_and(|b| same_records(b, their)) {
+            // Nothing recorded since the pass read it: the pass's own entry (or its removal) stands.
+            continue;
+        }
+        let known_before = |member: &SyncedMember| {
+            before.is_some_and(|b| b.synced_members.iter().any(|m| member_key(m) == member_key(member)))
+        };
+        // An entry of the 0.0.3 operator (no role) is the one the pass rewrote with the role.
+        let mine = ours.iter_mut().find(|o| {
+            o.group_name == their.group_name && (their.rancher_role.is_none() || o.rancher_role == their.rancher_role)
+        });
+        let Some(mine) = mine else {
+            // Recorded by someone else since the pass read the object, or changed since the pass removed it:
+            // kept as it is, so the next pass cleans it up (or keeps it, if the spec wants it).
+            ours.push(their.clone());
+            continue;
+        };
+        if mine.keycloak_group_id.is_none() {
+            mine.keycloak_group_id = their.keycloak_group_id.clone();
+        }
+        if mine.rancher_binding_id.is_none() {
+            mine.rancher_binding_id = their.rancher_binding_id.clone();
+        }
+        let mut added = false;
+        for member in &their.synced_members {
+            if !known_before(member) && !mine.synced_members.iter().any(|m| member_key(m) == member_key(member)) {
+                mine.synced_members.push(member.clone());
+                added = true;
+            }
+        }
+        if added {
+            mine.synced_members
+                .sort_by(|a, b| a.user_identifier.cmp(&b.user_identifier));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -309,6 +429,116 @@ mod tests {
         };
         stamp(&previous, &mut changed, t("2026-01-02T00:00:00Z"));
         assert_eq!(changed.last_reconcile_time, Some(Time(t("2026-01-02T00:00:00Z"))));
+    }
+
+    fn member(name: &str) -> SyncedMember {
+        SyncedMember {
+            user_identifier: name.into(),
+            keycloak_user_id: Some(format!("id-{name}")),
+        }
+    }
+
+    fn entry(group: &str, role: &str, members: &[&str]) -> RoleBindingStatus {
+        RoleBindingStatus {
+            group_name: group.into(),
+            rancher_role: Some(role.into()),
+            keycloak_group_id: Some(format!("gid-{group}")),
+            rancher_binding_id: Some(format!("p:prtb-{group}")),
+            member_count: i64::try_from(members.len()).unwrap_or_default(),
+            synced_members: members.iter().map(|m| member(m)).collect(),
+            ..Default::default()
+        }
+    }
+
+    fn with_bindings(bindings: Vec<RoleBindingStatus>) -> ManagedRancherProjectStatus {
+        ManagedRancherProjectStatus {
+            rancher_project_id: Some("c:p-1".into()),
+            keycloak_parent_group_id: Some("parent".into()),
+            keycloak_role_bindings: bindings,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_conflict_caused_by_a_spec_change_writes_what_the_pass_recorded() {
+        // The pass read alice; it added bob and made the admin binding for a spec that has changed since.
+        let base = with_bindings(vec![entry("members", "project-member", &["alice"])]);
+        let ours = with_bindings(vec![
+            entry("members", "project-member", &["alice", "bob"]),
+            entry("admins", "project-owner", &["carol"]),
+        ]);
+        assert_eq!(
+            rebase(&ours, &base, &base),
+            ours,
+            "the stored status is the one read: ours as it is"
+        );
+    }
+
+    #[test]
+    fn what_the_pass_removed_stays_removed_and_what_others_recorded_is_kept() {
+        let base = with_bindings(vec![
+            entry("members", "project-member", &["alice", "bob"]),
+            entry("gone", "project-member", &["dave"]),
+        ]);
+        // The pass removed bob and the binding "gone".
+        let ours = with_bindings(vec![entry("members", "project-member", &["alice"])]);
+        // Meanwhile another write recorded carol as a member and a binding the pass never saw.
+        let mut theirs = base.clone();
+        theirs.keycloak_role_bindings[0].synced_members.push(member("carol"));
+        theirs.keycloak_role_bindings.push(entry("new", "read-only", &["erin"]));
+        let merged = rebase(&ours, &base, &theirs);
+        let names: Vec<&str> = merged
+            .keycloak_role_bindings
+            .iter()
+            .map(|e| e.group_name.as_str())
+            .collect();
+        assert_eq!(
+            names,
+            vec!["members", "new"],
+            "gone stays removed, new is kept for the next pass"
+        );
+        let members: Vec<&str> = merged.keycloak_role_bindings[0]
+            .synced_members
+            .iter()
+            .map(|m| m.user_identifier.as_str())
+            .collect();
+        assert_eq!(
+            members,
+            vec!["alice", "carol"],
+            "bob stays removed, carol stays managed"
+        );
+    }
+
+    #[test]
+    fn ids_the_pass_did_not_find_are_taken_from_the_stored_status() {
+        let base = ManagedRancherProjectStatus::default();
+        let mut ours = with_bindings(vec![entry("members", "project-member", &["alice"])]);
+        ours.rancher_project_id = None;
+        ours.keycloak_parent_group_id = None;
+        ours.keycloak_role_bindings[0].rancher_binding_id = None;
+        let theirs = with_bindings(vec![entry("members", "project-member", &["alice"])]);
+        let merged = rebase(&ours, &base, &theirs);
+        assert_eq!(merged.rancher_project_id.as_deref(), Some("c:p-1"));
+        assert_eq!(merged.keycloak_parent_group_id.as_deref(), Some("parent"));
+        assert_eq!(
+            merged.keycloak_role_bindings[0].rancher_binding_id.as_deref(),
+            Some("p:prtb-members")
+        );
+        // A parent the pass dropped on purpose (no parent in the spec) stays dropped when nothing changed it.
+        let merged = rebase(&ours, &theirs, &theirs);
+        assert_eq!(merged.keycloak_parent_group_id, None);
+    }
+
+    #[test]
+    fn a_legacy_entry_rewritten_with_its_role_is_not_duplicated() {
+        let mut legacy = entry("members", "ignored", &["alice"]);
+        legacy.rancher_role = None;
+        let base = ManagedRancherProjectStatus::default();
+        let theirs = with_bindings(vec![legacy]);
+        let ours = with_bindings(vec![entry("members", "project-member", &["alice"])]);
+        let merged = rebase(&ours, &base, &theirs);
+        assert_eq!(merged.keycloak_role_bindings.len(), 1);
+        assert_eq!(merged.keycloak_role_bindings[0].synced_members.len(), 1);
     }
 
     #[test]

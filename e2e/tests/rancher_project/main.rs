@@ -18,4 +18,5 @@ mod outages;
 mod quotas;
 mod samples;
 mod shared_cluster_bindings;
+mod status_conflict;
 mod validation;
