@@ -6,6 +6,9 @@
 //! | request | effect |
 //! |---|---|
 //! | `GET /__emulator/counters` | `[{"verb","group","resource","subresource","count"}]` |
+//!
+//! In-process only, [`Hooks::count_form`] also tells how many of those requests asked for the object, a Table or
+//! metadata only (e.g. to check that a controller watches Secrets by metadata only).
 //! | `DELETE /__emulator/counters` | resets the counters |
 //! | `POST /__emulator/faults` with a [`Fault`] as JSON | adds a fault rule |
 //! | `DELETE /__emulator/faults` | clears every fault rule |
@@ -33,6 +36,17 @@ pub struct RequestKey {
     /// The subresource, or empty.
     #[serde(default)]
     pub subresource: String,
+}
+
+/// What form a request asked its answer in (the negotiated Accept header).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ResponseForm {
+    /// The object or list itself.
+    Object,
+    /// A `meta.k8s.io` Table.
+    Table,
+    /// `PartialObjectMetadata` or `PartialObjectMetadataList`.
+    Metadata,
 }
 
 /// One counter row.
@@ -89,6 +103,7 @@ pub struct FaultAction {
 /// The shared hook state.
 pub struct Hooks {
     counters: Mutex<BTreeMap<RequestKey, u64>>,
+    forms: Mutex<BTreeMap<(RequestKey, ResponseForm), u64>>,
     faults: Mutex<Vec<Fault>>,
     cut: broadcast::Sender<Option<GroupResource>>,
 }
@@ -98,6 +113,7 @@ impl Default for Hooks {
         let (cut, _) = broadcast::channel(16);
         Hooks {
             counters: Mutex::default(),
+            forms: Mutex::default(),
             faults: Mutex::default(),
             cut,
         }
@@ -129,6 +145,20 @@ impl Hooks {
         action
     }
 
+    /// Records the form a counted request asked its answer in.
+    pub fn on_output(&self, key: &RequestKey, form: ResponseForm) {
+        *lock(&self.forms).entry((key.clone(), form)).or_default() += 1;
+    }
+
+    /// How many requests `(verb, group, resource)` of any subresource asked for their answer in `form`.
+    pub fn count_form(&self, verb: &str, group: &str, resource: &str, form: ResponseForm) -> u64 {
+        lock(&self.forms)
+            .iter()
+            .filter(|((key, f), _)| *f == form && key.verb == verb && key.group == group && key.resource == resource)
+            .map(|(_, count)| *count)
+            .sum()
+    }
+
     /// How many requests matched `(verb, group, resource, subresource)`.
     pub fn count(&self, verb: &str, group: &str, resource: &str, subresource: &str) -> u64 {
         let key = RequestKey {
@@ -154,6 +184,7 @@ impl Hooks {
     /// Resets the counters.
     pub fn reset_counters(&self) {
         lock(&self.counters).clear();
+        lock(&self.forms).clear();
     }
 
     /// Adds a fault rule (rules are checked in the order added).

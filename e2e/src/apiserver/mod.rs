@@ -22,6 +22,7 @@ pub mod lifecycle;
 pub mod meta;
 pub mod namespaces;
 pub mod openapi;
+pub mod partial;
 pub mod patch;
 pub mod protobuf;
 pub mod reads;

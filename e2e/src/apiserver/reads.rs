@@ -1,16 +1,16 @@
 //! GET and LIST: single objects, paged lists with continue tokens, resourceVersion semantics, selectors,
-//! and Table output (wire reference §3, §4.1, §4.2).
+//! and Table (wire reference §3, §4.1, §4.2) or metadata-only (`partial.rs`) output.
 
 use std::sync::Arc;
 
-use axum::http::HeaderMap;
 use axum::response::Response;
 use base64::Engine;
 use serde_json::{Map, Value, json};
 
 use super::convert;
 use super::http::{json_bytes, json_value};
-use super::request::{Query, wants_table};
+use super::partial;
+use super::request::{Output, Query};
 use super::resources::ResourceDef;
 use super::selectors::{FieldSelector, LabelSelector};
 use super::server::{Shared, Target};
@@ -19,21 +19,29 @@ use super::store::ObjectKey;
 use super::table::{self, IncludeObject};
 
 /// `GET` of one object (or its `/status`).
-pub fn get(shared: &Shared, target: &Target, query: &Query, headers: &HeaderMap) -> Result<Response, ApiError> {
+pub fn get(shared: &Shared, target: &Target, query: &Query, output: Output) -> Result<Response, ApiError> {
     let name = target.name.as_deref().unwrap_or("");
     let stored = shared
         .store
         .read(|r| r.get(&target.gr(), target.namespace_key(), name))
         .ok_or_else(|| ApiError::not_found(&target.gr(), name))?;
-    let out = convert::to_output(&target.def, &target.version, &stored);
-    if wants_table(headers) {
-        let include = IncludeObject::parse(query.get("includeObject")).map_err(ApiError::bad_request)?;
-        let mut meta = Map::new();
-        meta.insert("resourceVersion".into(), json!(super::meta::resource_version(&out)));
-        let table = table::build(&target.def, &target.version, &[Arc::new(out)], meta, include, true);
-        return Ok(json_value(200, &table, &[]));
+    match output {
+        Output::Table => {
+            let out = convert::to_output(&target.def, &target.version, &stored);
+            let include = IncludeObject::parse(query.get("includeObject")).map_err(ApiError::bad_request)?;
+            let mut meta = Map::new();
+            meta.insert("resourceVersion".into(), json!(super::meta::resource_version(&out)));
+            let table = table::build(&target.def, &target.version, &[Arc::new(out)], meta, include, true);
+            Ok(json_value(200, &table, &[]))
+        }
+        Output::Metadata { list: false, version } => Ok(json_bytes(200, partial::object_bytes(&stored, version), &[])),
+        Output::Metadata { list: true, .. } => Err(partial::form_mismatch(&target.def, true)),
+        Output::Object => Ok(json_value(
+            200,
+            &convert::to_output(&target.def, &target.version, &stored),
+            &[],
+        )),
     }
-    Ok(json_value(200, &out, &[]))
 }
 
 /// Parsed and validated list parameters.
@@ -110,7 +118,7 @@ fn decode_continue(token: &str, namespaced: bool) -> Result<(u64, ObjectKey), Ap
 }
 
 /// `GET` of a collection.
-pub fn list(shared: &Shared, target: &Target, query: &Query, headers: &HeaderMap) -> Result<Response, ApiError> {
+pub fn list(shared: &Shared, target: &Target, query: &Query, output: Output) -> Result<Response, ApiError> {
     let params = selectors(target, query)?;
     let rv_param = query.get("resourceVersion").filter(|s| !s.is_empty());
     let rv_match = query.get("resourceVersionMatch").filter(|s| !s.is_empty());
@@ -232,16 +240,24 @@ pub fn list(shared: &Shared, target: &Target, query: &Query, headers: &HeaderMap
             meta.insert("remainingItemCount".into(), json!(remaining + 1));
         }
     }
-    if wants_table(headers) {
-        let include = IncludeObject::parse(query.get("includeObject")).map_err(ApiError::bad_request)?;
-        let table = table::build(&target.def, &target.version, &items, meta, include, true);
-        return Ok(json_value(200, &table, &[]));
+    match output {
+        Output::Table => {
+            let include = IncludeObject::parse(query.get("includeObject")).map_err(ApiError::bad_request)?;
+            let table = table::build(&target.def, &target.version, &items, meta, include, true);
+            Ok(json_value(200, &table, &[]))
+        }
+        Output::Metadata { list: true, version } => Ok(json_bytes(
+            200,
+            partial::list_bytes(items.iter().map(|item| &**item), &meta, version),
+            &[],
+        )),
+        Output::Metadata { list: false, .. } => Err(partial::form_mismatch(&target.def, false)),
+        Output::Object => Ok(json_bytes(
+            200,
+            list_body(&target.def, &target.version, &items, &meta, &continue_value),
+            &[],
+        )),
     }
-    Ok(json_bytes(
-        200,
-        list_body(&target.def, &target.version, &items, &meta, &continue_value),
-        &[],
-    ))
 }
 
 /// Serializes a list: custom resources as unstructured (sorted keys, items with kind, `continue` always

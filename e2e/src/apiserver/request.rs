@@ -3,6 +3,9 @@
 
 use axum::http::HeaderMap;
 
+use super::hooks::ResponseForm;
+use super::status::ApiError;
+
 /// The parts of a resource URL.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ResourcePath {
@@ -128,12 +131,118 @@ impl Query {
     }
 }
 
-/// Whether the Accept header asks for a `meta.k8s.io` Table.
-pub fn wants_table(headers: &HeaderMap) -> bool {
-    accept(headers)
+/// The form of a response body, negotiated from the Accept header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// The object or list itself (JSON, whatever media type was asked for).
+    Object,
+    /// A `meta.k8s.io` Table (`as=Table`).
+    Table,
+    /// `meta.k8s.io` `PartialObjectMetadata` (`list: false`) or `PartialObjectMetadataList` (`list: true`):
+    /// metadata only, in `version` (`v1` or `v1beta1`).
+    Metadata {
+        /// Whether `as=PartialObjectMetadataList` was asked for.
+        list: bool,
+        /// The `meta.k8s.io` version asked for.
+        version: &'static str,
+    },
+}
+
+impl From<Output> for ResponseForm {
+    fn from(output: Output) -> Self {
+        match output {
+            Output::Object => ResponseForm::Object,
+            Output::Table => ResponseForm::Table,
+            Output::Metadata { .. } => ResponseForm::Metadata,
+        }
+    }
+}
+
+/// Negotiates the response form as kube-apiserver's `negotiation.NegotiateOutputMediaType` does: the Accept
+/// clauses are tried by decreasing `q`, in order; a clause names a media type the server encodes (JSON, YAML,
+/// protobuf or a wildcard; protobuf and YAML are answered with JSON here, which clients accept) and,
+/// optionally, a conversion `as=<Kind>;g=meta.k8s.io;v=<v1|v1beta1>` — `Table` (JSON or YAML only),
+/// `PartialObjectMetadata` or `PartialObjectMetadataList` (`RequestScope.AllowsMediaTypeTransform`). A clause
+/// asking for anything else is skipped; when no clause is left the answer is 406 NotAcceptable. No Accept
+/// header means the object.
+pub fn negotiate(headers: &HeaderMap, custom_resource: bool) -> Result<Output, ApiError> {
+    let header = accept(headers).trim();
+    if header.is_empty() {
+        return Ok(Output::Object);
+    }
+    let mut clauses: Vec<(f32, &str)> = header
         .split(',')
-        .next()
-        .is_some_and(|first| first.contains("as=Table"))
+        .filter(|clause| !clause.trim().is_empty())
+        .map(|clause| (quality(clause), clause))
+        .filter(|(q, _)| *q > 0.0)
+        .collect();
+    // Stable: clauses of equal weight keep the client's order.
+    clauses.sort_by(|a, b| b.0.total_cmp(&a.0));
+    clauses
+        .iter()
+        .find_map(|(_, clause)| clause_output(clause))
+        .ok_or_else(|| {
+            let accepted = if custom_resource {
+                "application/json, application/yaml"
+            } else {
+                "application/json, application/yaml, application/vnd.kubernetes.protobuf"
+            };
+            ApiError::not_acceptable(format!("only the following media types are accepted: {accepted}"))
+        })
+}
+
+/// The `q` parameter of one Accept clause (1 when absent or unreadable).
+fn quality(clause: &str) -> f32 {
+    clause
+        .split(';')
+        .skip(1)
+        .filter_map(|param| param.split_once('='))
+        .find(|(key, _)| key.trim().eq_ignore_ascii_case("q"))
+        .and_then(|(_, value)| value.trim().parse().ok())
+        .unwrap_or(1.0)
+}
+
+/// What one Accept clause asks for, or `None` when the server cannot answer it.
+fn clause_output(clause: &str) -> Option<Output> {
+    let mut parts = clause.split(';');
+    let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+    let (kind, subtype) = media.split_once('/')?;
+    let serializable = matches!(
+        (kind, subtype),
+        ("*", "*") | ("application", "*" | "json" | "yaml" | "vnd.kubernetes.protobuf")
+    );
+    if !serializable {
+        return None;
+    }
+    let (mut as_kind, mut group, mut version) = (None, None, None);
+    for param in parts {
+        if let Some((key, value)) = param.split_once('=') {
+            let value = value.trim();
+            match key.trim() {
+                "as" => as_kind = Some(value),
+                "g" => group = Some(value),
+                "v" => version = Some(value),
+                _ => {}
+            }
+        }
+    }
+    let Some(as_kind) = as_kind else {
+        return Some(Output::Object);
+    };
+    if group != Some("meta.k8s.io") {
+        return None;
+    }
+    let version = match version {
+        Some("v1") => "v1",
+        Some("v1beta1") => "v1beta1",
+        _ => return None,
+    };
+    match as_kind {
+        "Table" if matches!(subtype, "json" | "yaml") => Some(Output::Table),
+        "PartialObjectMetadata" => Some(Output::Metadata { list: false, version }),
+        "PartialObjectMetadataList" => Some(Output::Metadata { list: true, version }),
+        _ => None,
+    }
 }
 
 /// Whether the Accept header asks for aggregated discovery v2.
@@ -191,6 +300,70 @@ mod tests {
             (Some("x"), "configmaps")
         );
         assert!(parse_resource_path("/apis/a.io").is_none());
+    }
+
+    fn accept(value: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert("accept", value.parse().unwrap());
+        headers
+    }
+
+    #[test]
+    fn accept_negotiates_tables_and_metadata_like_kube_apiserver() {
+        assert_eq!(negotiate(&HeaderMap::new(), false).unwrap(), Output::Object);
+        assert_eq!(negotiate(&accept("application/json"), false).unwrap(), Output::Object);
+        let kubectl_get = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
+        assert_eq!(negotiate(&accept(kubectl_get), true).unwrap(), Output::Table);
+        // kube-rs's metadata requests.
+        let list = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+        assert_eq!(
+            negotiate(&accept(list), false).unwrap(),
+            Output::Metadata {
+                list: true,
+                version: "v1"
+            }
+        );
+        // client-go's metadata client: protobuf first (answered as JSON), then JSON, then the object.
+        let client_go = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
+        assert_eq!(
+            negotiate(&accept(client_go), false).unwrap(),
+            Output::Metadata {
+                list: false,
+                version: "v1"
+            }
+        );
+        // A conversion the server does not offer is skipped; a Table is never protobuf.
+        assert_eq!(
+            negotiate(
+                &accept("application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v2, application/json"),
+                false
+            )
+            .unwrap(),
+            Output::Object
+        );
+        assert_eq!(
+            negotiate(
+                &accept("application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1,application/json"),
+                false
+            )
+            .unwrap(),
+            Output::Object
+        );
+        // Weights order the clauses; nothing acceptable is a 406.
+        assert_eq!(
+            negotiate(
+                &accept("application/json;q=0.5,application/json;as=Table;g=meta.k8s.io;v=v1"),
+                true
+            )
+            .unwrap(),
+            Output::Table
+        );
+        let refused = negotiate(&accept("text/html"), true).unwrap_err();
+        assert_eq!((refused.code, refused.reason.as_str()), (406, "NotAcceptable"));
+        assert_eq!(
+            refused.message,
+            "only the following media types are accepted: application/json, application/yaml"
+        );
     }
 
     #[test]

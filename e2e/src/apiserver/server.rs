@@ -23,8 +23,9 @@ use super::kubeconfig;
 use super::lifecycle;
 use super::namespaces;
 use super::openapi;
+use super::partial;
 use super::reads;
-use super::request::{Query, ResourcePath, parse_resource_path, wants_aggregated_discovery};
+use super::request::{Output, Query, ResourcePath, negotiate, parse_resource_path, wants_aggregated_discovery};
 use super::resources::{GroupResource, ResourceDef};
 use super::status::ApiError;
 use super::store::{DEFAULT_HISTORY, Store};
@@ -267,10 +268,15 @@ async fn dispatch(
     if let Some(code) = action.error_status {
         return injected_error(code).into_response();
     }
+    let output = match negotiate(&headers, target.def.is_custom()) {
+        Ok(output) => output,
+        Err(error) => return error.into_response(),
+    };
+    shared.hooks.on_output(&key, output.into());
     let result = match verb {
-        "get" => reads::get(&shared, &target, &query, &headers),
-        "list" => reads::list(&shared, &target, &query, &headers),
-        "watch" => watch::watch(shared.clone(), &target, &query, &headers),
+        "get" => reads::get(&shared, &target, &query, output),
+        "list" => reads::list(&shared, &target, &query, output),
+        "watch" => watch::watch(shared.clone(), &target, &query, output),
         "create" => writes::create(&shared, &target, &query, &headers, &body),
         "update" => writes::update(&shared, &target, &query, &headers, &body),
         "patch" => writes::patch(&shared, &target, &query, &headers, &body),
@@ -278,7 +284,14 @@ async fn dispatch(
         "deletecollection" => lifecycle::delete_collection(&shared, &target, &query, &headers, &body),
         _ => Err(ApiError::method_not_allowed(&target.gr(), verb)),
     };
-    result.unwrap_or_else(IntoResponse::into_response)
+    let response = result.unwrap_or_else(IntoResponse::into_response);
+    match output {
+        // Reads render metadata themselves; a write's answer is transformed here, as apiserver does.
+        Output::Metadata { list, version } if !matches!(verb, "get" | "list" | "watch") => {
+            partial::transform_response(response, &target.def, list, version).await
+        }
+        _ => response,
+    }
 }
 
 fn injected_error(code: u16) -> ApiError {

@@ -235,6 +235,11 @@ impl ApiError {
         )
     }
 
+    /// 406 NotAcceptable (apiserver's `errNotAcceptable`: no details).
+    pub fn not_acceptable(message: impl Into<String>) -> Self {
+        Self::new(406, "NotAcceptable", message.into(), Details::default())
+    }
+
     /// 504 `Timeout: Too large resource version: N, current: M`.
     pub fn too_large_resource_version(requested: u64, current: u64) -> Self {
         let details = Details {

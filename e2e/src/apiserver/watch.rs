@@ -1,5 +1,6 @@
 //! WATCH: newline-delimited JSON events over a chunked response, from the bounded history and the live
-//! broadcast, with bookmarks, initial events, timeouts and in-stream errors (wire reference §4.3).
+//! broadcast, with bookmarks, initial events, timeouts and in-stream errors (wire reference §4.3). Event
+//! objects are the objects themselves, one-row Tables, or `PartialObjectMetadata` (`partial.rs`).
 //!
 //! Expired resourceVersions are answered with HTTP 200 and one `ERROR` event carrying a 410 Status, never
 //! with an HTTP 410 (kube-rs only re-lists on the in-stream error).
@@ -9,15 +10,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use axum::http::HeaderMap;
 use axum::response::Response;
 use rand::Rng;
 use serde_json::{Map, Value, json};
 use tokio::sync::{broadcast, mpsc};
 
 use super::convert;
+use super::partial;
 use super::reads::{ListParams, selected, selectors};
-use super::request::{Query, wants_table};
+use super::request::{Output, Query};
 use super::resources::{GroupResource, storage_key};
 use super::server::{Shared, Target};
 use super::status::{ApiError, Cause};
@@ -29,12 +30,23 @@ struct Watcher {
     target: Target,
     storage: GroupResource,
     params: ListParams,
-    table: Option<IncludeObject>,
+    form: EventForm,
     sent_definitions: bool,
     bookmarks: bool,
     convert: bool,
     tx: mpsc::Sender<Result<Bytes, Infallible>>,
     last_rv: u64,
+}
+
+/// What each event carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum EventForm {
+    /// The object.
+    Object,
+    /// A one-row Table.
+    Table(IncludeObject),
+    /// `PartialObjectMetadata` in `meta.k8s.io/<version>`.
+    Metadata(&'static str),
 }
 
 fn invalid_watch(field: &str, reason: &str, message: &str) -> ApiError {
@@ -47,7 +59,7 @@ fn invalid_watch(field: &str, reason: &str, message: &str) -> ApiError {
 }
 
 /// Starts a watch; errors before streaming (bad parameters) are ordinary Status responses.
-pub fn watch(shared: Arc<Shared>, target: &Target, query: &Query, headers: &HeaderMap) -> Result<Response, ApiError> {
+pub fn watch(shared: Arc<Shared>, target: &Target, query: &Query, output: Output) -> Result<Response, ApiError> {
     let mut params = selectors(target, query)?;
     if let Some(name) = &target.name {
         if params.fields.required_value("metadata.name").is_some_and(|n| n != name) {
@@ -89,10 +101,14 @@ pub fn watch(shared: Arc<Shared>, target: &Target, query: &Query, headers: &Head
         Some(secs) => Duration::from_secs(secs),
         None => Duration::from_secs(rand::rng().random_range(1800..3600)),
     };
-    let table = if wants_table(headers) {
-        Some(IncludeObject::parse(query.get("includeObject")).map_err(ApiError::bad_request)?)
-    } else {
-        None
+    let form = match output {
+        Output::Table => {
+            EventForm::Table(IncludeObject::parse(query.get("includeObject")).map_err(ApiError::bad_request)?)
+        }
+        Output::Metadata { list: false, version } => EventForm::Metadata(version),
+        // apimachinery transforms each event object; a list form fails for an object and the encoder falls back
+        // to the object itself.
+        Output::Metadata { list: true, .. } | Output::Object => EventForm::Object,
     };
 
     let (tx, rx) = mpsc::channel::<Result<Bytes, Infallible>>(256);
@@ -102,7 +118,7 @@ pub fn watch(shared: Arc<Shared>, target: &Target, query: &Query, headers: &Head
         target: target.clone(),
         storage,
         params,
-        table,
+        form,
         sent_definitions: false,
         bookmarks,
         convert: convert::needs_conversion(&target.def, &target.version),
@@ -133,11 +149,16 @@ impl Watcher {
         self.send_line(&json!({"type":"ERROR","object": err.to_value()})).await;
     }
 
-    fn render(&mut self, obj: &Value) -> Value {
+    /// The event object for `obj`, as JSON bytes.
+    fn render(&mut self, obj: &Value) -> Vec<u8> {
+        if let EventForm::Metadata(version) = self.form {
+            // Conversion between versions never touches metadata.
+            return partial::object_bytes(obj, version);
+        }
         let served = convert::to_output(&self.target.def, &self.target.version, obj);
-        match self.table {
-            None => served,
-            Some(include) => {
+        let rendered = match self.form {
+            EventForm::Object | EventForm::Metadata(_) => served,
+            EventForm::Table(include) => {
                 let first = !self.sent_definitions;
                 self.sent_definitions = true;
                 let mut meta = Map::new();
@@ -151,7 +172,19 @@ impl Watcher {
                     first,
                 )
             }
-        }
+        };
+        serde_json::to_vec(&rendered).unwrap_or_default()
+    }
+
+    /// Sends `{"type":<kind>,"object":<object>}`; false when the client is gone.
+    async fn send_event(&self, kind: &str, object: &[u8]) -> bool {
+        let mut line = Vec::with_capacity(object.len() + 32);
+        line.extend_from_slice(b"{\"type\":\"");
+        line.extend_from_slice(kind.as_bytes());
+        line.extend_from_slice(b"\",\"object\":");
+        line.extend_from_slice(object);
+        line.extend_from_slice(b"}\n");
+        self.tx.send(Ok(Bytes::from(line))).await.is_ok()
     }
 
     async fn send_bookmark(&self, rv: u64, initial_end: bool) -> bool {
@@ -161,7 +194,12 @@ impl Watcher {
         }
         let object =
             json!({"kind": self.target.def.kind, "apiVersion": self.target.api_version(), "metadata": metadata});
-        self.send_line(&json!({"type":"BOOKMARK","object": object})).await
+        let object = match self.form {
+            // Bookmarks go through the same transform as every event object.
+            EventForm::Metadata(version) => partial::object_bytes(&object, version),
+            EventForm::Object | EventForm::Table(_) => serde_json::to_vec(&object).unwrap_or_default(),
+        };
+        self.send_event("BOOKMARK", &object).await
     }
 
     fn in_scope(&self, obj: &Value) -> bool {
@@ -202,19 +240,12 @@ impl Watcher {
             EventType::Deleted if before_matches || now_matches => EventType::Deleted,
             _ => return true,
         };
-        if self.table.is_none() && !self.convert {
+        if self.form == EventForm::Object && !self.convert {
             // Fast path: splice the shared serialization of the stored object into the event line.
-            let object = event.object_json();
-            let mut line = Vec::with_capacity(object.len() + 32);
-            line.extend_from_slice(b"{\"type\":\"");
-            line.extend_from_slice(kind.as_str().as_bytes());
-            line.extend_from_slice(b"\",\"object\":");
-            line.extend_from_slice(&object);
-            line.extend_from_slice(b"}\n");
-            return self.tx.send(Ok(Bytes::from(line))).await.is_ok();
+            return self.send_event(kind.as_str(), &event.object_json()).await;
         }
         let object = self.render(&event.object);
-        self.send_line(&json!({"type": kind.as_str(), "object": object})).await
+        self.send_event(kind.as_str(), &object).await
     }
 
     async fn run(
@@ -251,7 +282,7 @@ impl Watcher {
             for (_, obj) in objects {
                 if self.passes(&obj) {
                     let rendered = self.render(&obj);
-                    if !self.send_line(&json!({"type":"ADDED","object": rendered})).await {
+                    if !self.send_event("ADDED", &rendered).await {
                         return;
                     }
                 }

@@ -19,12 +19,16 @@ pub struct WatchLines {
 
 impl WatchLines {
     pub async fn open(env: &Env, path_and_query: &str) -> (u16, WatchLines) {
-        let resp = env
-            .http
-            .get(env.url(path_and_query))
-            .send()
-            .await
-            .expect("watch request");
+        Self::open_accepting(env, path_and_query, None).await
+    }
+
+    /// Opens a watch sending `accept` as the Accept header.
+    pub async fn open_accepting(env: &Env, path_and_query: &str, accept: Option<&str>) -> (u16, WatchLines) {
+        let mut req = env.http.get(env.url(path_and_query));
+        if let Some(accept) = accept {
+            req = req.header("accept", accept);
+        }
+        let resp = req.send().await.expect("watch request");
         let status = resp.status().as_u16();
         (
             status,
@@ -1241,4 +1245,241 @@ async fn multi_version_crds_serve_one_object_in_each_version() {
             .0,
         422
     );
+}
+
+/// kube-rs's Accept for one object's metadata (gets, watch events, patches).
+const PARTIAL: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+/// kube-rs's Accept for a list's metadata.
+const PARTIAL_LIST: &str = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+const SECRETS: &str = "/api/v1/namespaces/default/secrets";
+
+/// Sends a request with an Accept header; returns (status, JSON body or Null, Content-Type).
+async fn request_accepting(
+    env: &Env,
+    method: &str,
+    path: &str,
+    accept: &str,
+    patch: Option<Value>,
+) -> (u16, Value, String) {
+    let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
+    let mut req = env.http.request(method, env.url(path)).header("accept", accept);
+    if let Some(patch) = patch {
+        req = req
+            .header("content-type", "application/merge-patch+json")
+            .body(serde_json::to_vec(&patch).expect("json"));
+    }
+    let resp = req.send().await.expect("request sent");
+    let status = resp.status().as_u16();
+    let content_type = resp
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    let bytes = resp.bytes().await.expect("body");
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        content_type,
+    )
+}
+
+/// The keys of a JSON object, in order.
+fn keys(value: &Value) -> Vec<&str> {
+    value
+        .as_object()
+        .map(|m| m.keys().map(String::as_str).collect())
+        .unwrap_or_default()
+}
+
+/// Metadata-only answers (apimachinery `asPartialObjectMetadata[List]`, `transformResponseObject` and the watch
+/// encoder; the wire reference is silent): `PartialObjectMetadata` for gets, patches and each watch event
+/// (bookmarks included), `PartialObjectMetadataList` for lists (`items: null` when empty), always
+/// `Content-Type: application/json`; the wrong form for the request is 406 NotAcceptable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_only_requests_answer_partial_object_metadata() {
+    let env = Env::start().await;
+    let secret = |name: &str| {
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "labels": {"app": "meta"}},
+            "data": {"password": "c2VjcmV0"}})
+    };
+    let (status, full, _) = env
+        .request("POST", SECRETS, Some("application/json"), Some(secret("p1")))
+        .await;
+    assert_eq!(status, 201, "{full}");
+    env.request("POST", SECRETS, Some("application/json"), Some(secret("p2")))
+        .await;
+
+    // GET: only the metadata, the same as the full object's.
+    let (status, one, content_type) = request_accepting(&env, "GET", &format!("{SECRETS}/p1"), PARTIAL, None).await;
+    assert_eq!((status, content_type.as_str()), (200, "application/json"));
+    assert_eq!(
+        one,
+        json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": full["metadata"]})
+    );
+
+    // LIST: list metadata, items with their own kind, paging as for full lists.
+    let (status, list, content_type) = request_accepting(&env, "GET", SECRETS, PARTIAL_LIST, None).await;
+    assert_eq!((status, content_type.as_str()), (200, "application/json"));
+    assert_eq!(keys(&list), ["apiVersion", "items", "kind", "metadata"]);
+    assert_eq!(list["kind"], "PartialObjectMetadataList");
+    assert_eq!(list["apiVersion"], "meta.k8s.io/v1");
+    assert!(list["metadata"]["resourceVersion"].is_string());
+    let items = list["items"].as_array().expect("items");
+    assert_eq!(items.len(), 2);
+    for item in items {
+        assert_eq!(keys(item), ["apiVersion", "kind", "metadata"]);
+        assert_eq!(item["kind"], "PartialObjectMetadata");
+    }
+    let (_, page, _) = request_accepting(&env, "GET", &format!("{SECRETS}?limit=1"), PARTIAL_LIST, None).await;
+    assert_eq!(page["items"].as_array().map(Vec::len), Some(1));
+    assert!(page["metadata"]["continue"].is_string());
+    assert_eq!(page["metadata"]["remainingItemCount"], 1);
+    let (_, empty, _) = request_accepting(
+        &env,
+        "GET",
+        &format!("{SECRETS}?labelSelector=app%3Dnone"),
+        PARTIAL_LIST,
+        None,
+    )
+    .await;
+    assert_eq!(
+        empty["items"],
+        Value::Null,
+        "an empty PartialObjectMetadataList has items: null"
+    );
+    assert!(
+        empty["metadata"].get("continue").is_none(),
+        "no empty continue in a typed list"
+    );
+
+    // Custom resources too.
+    env.install_gizmo_crd().await;
+    env.request("POST", GIZMOS, Some("application/json"), Some(gizmo("g1", 1)))
+        .await;
+    let (status, gizmos, _) = request_accepting(&env, "GET", GIZMOS, PARTIAL_LIST, None).await;
+    assert_eq!(status, 200, "{gizmos}");
+    assert_eq!(gizmos["items"][0]["metadata"]["name"], "g1");
+    assert!(gizmos["items"][0].get("spec").is_none());
+
+    // The wrong form is 406, with apimachinery's texts; a Status is never transformed.
+    let (status, refused, _) = request_accepting(&env, "GET", &format!("{SECRETS}/p1"), PARTIAL_LIST, None).await;
+    assert_eq!(status, 406);
+    assert_eq!(refused["reason"], "NotAcceptable");
+    assert_eq!(
+        refused["message"],
+        "you requested PartialObjectMetadataList, but the requested object is not a list (*core.Secret)"
+    );
+    let (status, refused, _) = request_accepting(&env, "GET", SECRETS, PARTIAL, None).await;
+    assert_eq!(status, 406);
+    assert_eq!(
+        refused["message"],
+        "you requested PartialObjectMetadata, but the requested object is a list (*core.SecretList)"
+    );
+    let (status, refused, _) = request_accepting(&env, "GET", &format!("{GIZMOS}/g1"), PARTIAL_LIST, None).await;
+    assert_eq!(status, 406);
+    assert_eq!(
+        refused["message"],
+        "you requested PartialObjectMetadataList, but the requested object is not a list (*unstructured.Unstructured)"
+    );
+    let (status, refused, _) = request_accepting(
+        &env,
+        "GET",
+        &format!("{SECRETS}/p1"),
+        "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v2",
+        None,
+    )
+    .await;
+    assert_eq!(status, 406);
+    assert_eq!(
+        refused["message"],
+        "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf"
+    );
+    let (status, missing, _) = request_accepting(&env, "GET", &format!("{SECRETS}/absent"), PARTIAL, None).await;
+    assert_eq!((status, missing["kind"].as_str()), (404, Some("Status")));
+
+    // client-go's metadata Accept: protobuf first (answered as JSON here), then JSON.
+    let client_go = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
+    let (status, one, _) = request_accepting(&env, "GET", &format!("{SECRETS}/p2"), client_go, None).await;
+    assert_eq!((status, one["kind"].as_str()), (200, Some("PartialObjectMetadata")));
+
+    // A write answers with the metadata of the written object (kube-rs `patch_metadata`).
+    let rv = one["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    let (status, patched, _) = request_accepting(
+        &env,
+        "PATCH",
+        &format!("{SECRETS}/p2"),
+        PARTIAL,
+        Some(json!({"metadata": {"labels": {"patched": "yes"}}})),
+    )
+    .await;
+    assert_eq!(status, 200, "{patched}");
+    assert_eq!(keys(&patched), ["apiVersion", "kind", "metadata"]);
+    assert_eq!(patched["metadata"]["labels"]["patched"], "yes");
+
+    // WATCH: every event object is PartialObjectMetadata, the initial-events bookmark too.
+    let (status, mut watch) = WatchLines::open_accepting(
+        &env,
+        &format!("{SECRETS}?watch=true&resourceVersion={rv}&allowWatchBookmarks=true"),
+        Some(PARTIAL),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let modified = watch.next().await.expect("the patch");
+    assert_eq!(modified["type"], "MODIFIED");
+    assert_eq!(keys(&modified["object"]), ["apiVersion", "kind", "metadata"]);
+    assert_eq!(modified["object"]["kind"], "PartialObjectMetadata");
+    env.request(
+        "PATCH",
+        &format!("{SECRETS}/p2"),
+        Some("application/merge-patch+json"),
+        Some(json!({"data": {"password": "b3RoZXI="}})),
+    )
+    .await;
+    let data_change = watch.next().await.expect("a data-only change");
+    assert_eq!(data_change["type"], "MODIFIED");
+    assert!(data_change["object"].get("data").is_none());
+    assert_ne!(
+        data_change["object"]["metadata"]["resourceVersion"],
+        modified["object"]["metadata"]["resourceVersion"]
+    );
+    env.request("DELETE", &format!("{SECRETS}/p2"), None, None).await;
+    let deleted = watch.next().await.expect("the delete");
+    assert_eq!(deleted["type"], "DELETED");
+    assert_eq!(deleted["object"]["kind"], "PartialObjectMetadata");
+    assert_eq!(deleted["object"]["metadata"]["name"], "p2");
+
+    let (_, mut initial) = WatchLines::open_accepting(
+        &env,
+        &format!(
+            "{SECRETS}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"
+        ),
+        Some(PARTIAL),
+    )
+    .await;
+    let added = initial.next().await.expect("p1");
+    assert_eq!(
+        (added["type"].as_str(), added["object"]["kind"].as_str()),
+        (Some("ADDED"), Some("PartialObjectMetadata"))
+    );
+    let bookmark = initial.next().await.expect("the bookmark");
+    assert_eq!(bookmark["type"], "BOOKMARK");
+    assert_eq!(bookmark["object"]["kind"], "PartialObjectMetadata");
+    assert_eq!(bookmark["object"]["apiVersion"], "meta.k8s.io/v1");
+    assert_eq!(
+        bookmark["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
+        "true"
+    );
+
+    // A watch asking for the list form gets full objects: the per-event transform fails and apimachinery's
+    // encoder falls back to the object.
+    let (_, mut fallback) = WatchLines::open_accepting(
+        &env,
+        &format!("{SECRETS}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"),
+        Some(PARTIAL_LIST),
+    )
+    .await;
+    let added = fallback.next().await.expect("p1");
+    assert_eq!(added["object"]["metadata"]["name"], "p1");
+    assert!(added["object"]["data"].is_object());
 }

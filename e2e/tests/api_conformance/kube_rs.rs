@@ -1,4 +1,5 @@
-//! kube-rs 4.2 against the emulator: typed `Api` CRUD, the `watcher` across a forced 410, the
+//! kube-rs 4.2 against the emulator: typed `Api` CRUD, the `watcher` across a forced 410, metadata-only lists,
+//! gets and watches (`list_metadata`, `get_metadata`, `metadata_watcher`, `Api<PartialObjectMeta<K>>`), the
 //! `finalizer` helper, server-side apply ownership, and a `Controller` reconciling end to end.
 
 use std::collections::BTreeMap;
@@ -7,10 +8,10 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, PartialObjectMeta, Patch, PatchParams, PostParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::finalizer::{Event as FinalizerEvent, finalizer};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 
@@ -113,6 +114,189 @@ async fn watcher_relists_after_forced_410() {
     assert!(expired_errors >= 1, "the re-watch got an in-stream 410");
     assert!(init_done >= 2, "the watcher re-listed after the 410");
     assert!(env.server.hooks().count("list", "", "configmaps", "") >= 2);
+}
+
+fn secret(name: &str, value: &str) -> Secret {
+    Secret {
+        metadata: kube::api::ObjectMeta {
+            name: Some(name.into()),
+            labels: Some(BTreeMap::from([("app".to_string(), "meta".to_string())])),
+            ..Default::default()
+        },
+        string_data: Some(BTreeMap::from([("password".to_string(), value.to_string())])),
+        ..Default::default()
+    }
+}
+
+/// The `kind` of a metadata-only answer: kube-rs keeps the TypeMeta the server sent, so this tells a real
+/// `PartialObjectMetadata` from a full object read as metadata.
+fn partial_kind<K>(meta: &PartialObjectMeta<K>) -> (String, String) {
+    let types = meta.types.clone().unwrap_or_default();
+    (types.kind, types.api_version)
+}
+
+/// Metadata-only reads (apimachinery `asPartialObjectMetadata[List]`; the wire reference is silent): kube-rs's
+/// `list_metadata` (with paging), `get_metadata` and an `Api<PartialObjectMeta<K>>` get `meta.k8s.io/v1`
+/// `PartialObjectMetadata[List]` answers with the objects' metadata and no data.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_and_get_metadata_answer_partial_object_metadata() {
+    let env = Env::start().await;
+    let client = env.client().await;
+    let api: Api<Secret> = Api::namespaced(client.clone(), "default");
+    let first = api.create(&PostParams::default(), &secret("m1", "one")).await.unwrap();
+    api.create(&PostParams::default(), &secret("m2", "two")).await.unwrap();
+
+    let list = api
+        .list_metadata(&ListParams::default().labels("app=meta"))
+        .await
+        .unwrap();
+    assert_eq!(list.types.kind, "PartialObjectMetadataList");
+    assert_eq!(list.types.api_version, "meta.k8s.io/v1");
+    assert!(list.metadata.resource_version.is_some());
+    let names: Vec<String> = list.items.iter().map(ResourceExt::name_any).collect();
+    assert_eq!(names, ["m1", "m2"]);
+    for item in &list.items {
+        assert_eq!(
+            partial_kind(item),
+            ("PartialObjectMetadata".to_string(), "meta.k8s.io/v1".to_string())
+        );
+        assert_eq!(item.labels().get("app").map(String::as_str), Some("meta"));
+    }
+
+    let page = api.list_metadata(&ListParams::default().limit(1)).await.unwrap();
+    assert_eq!(page.items.len(), 1);
+    let token = page.metadata.continue_.clone().expect("a continue token");
+    assert_eq!(page.metadata.remaining_item_count, Some(1));
+    let rest = api
+        .list_metadata(&ListParams::default().limit(1).continue_token(&token))
+        .await
+        .unwrap();
+    assert_eq!(rest.items.iter().map(ResourceExt::name_any).collect::<Vec<_>>(), ["m2"]);
+
+    let none = api
+        .list_metadata(&ListParams::default().labels("app=none"))
+        .await
+        .unwrap();
+    assert!(
+        none.items.is_empty(),
+        "an empty metadata list (items: null) reads as empty"
+    );
+
+    let one = api.get_metadata("m1").await.unwrap();
+    assert_eq!(one.metadata.uid, first.metadata.uid);
+    assert_eq!(one.metadata.resource_version, first.metadata.resource_version);
+    assert_eq!(partial_kind(&one).0, "PartialObjectMetadata");
+
+    // What the controllers use: an `Api<PartialObjectMeta<Secret>>` asks for metadata on every read.
+    let meta_api: Api<PartialObjectMeta<Secret>> = Api::namespaced(client, "default");
+    let listed = meta_api.list(&ListParams::default()).await.unwrap();
+    assert_eq!(listed.items.len(), 2);
+    assert!(
+        listed
+            .items
+            .iter()
+            .all(|m| partial_kind(m).0 == "PartialObjectMetadata")
+    );
+    assert_eq!(
+        partial_kind(&meta_api.get("m2").await.unwrap()).0,
+        "PartialObjectMetadata"
+    );
+    let missing = meta_api.get("absent").await.unwrap_err();
+    assert!(
+        matches!(&missing, kube::Error::Api(s) if s.code == 404 && s.reason == "NotFound"),
+        "errors stay plain Status objects: {missing:?}"
+    );
+}
+
+/// kube-runtime's `metadata_watcher`: the initial list and every watch event are `PartialObjectMetadata`; an
+/// update (a data-only change still moves the resourceVersion) and a delete arrive as Apply and Delete.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_watcher_sees_updates_and_deletes() {
+    let env = Env::start().await;
+    let api: Api<Secret> = Api::namespaced(env.client().await, "default");
+    // kube 4.2 deprecates `metadata_watcher` for `watcher(Api<PartialObjectMeta<K>>)` (next test); both send
+    // the same requests, and operators built on older kube-rs still call it.
+    #[allow(deprecated)]
+    let stream = kube::runtime::metadata_watcher(api.clone(), watcher::Config::default());
+    watch_metadata_across_update_and_delete(&env, &api, "w1", stream).await;
+}
+
+/// `watcher` over an `Api<PartialObjectMeta<K>>` (kube 4.2's replacement of `metadata_watcher`, what the
+/// controllers use): the same metadata-only list and watch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watcher_of_partial_object_meta_sees_updates_and_deletes() {
+    let env = Env::start().await;
+    let client = env.client().await;
+    let api: Api<Secret> = Api::namespaced(client.clone(), "default");
+    let meta: Api<PartialObjectMeta<Secret>> = Api::namespaced(client, "default");
+    let stream = watcher(meta, watcher::Config::default());
+    watch_metadata_across_update_and_delete(&env, &api, "w2", stream).await;
+}
+
+async fn watch_metadata_across_update_and_delete(
+    env: &Env,
+    api: &Api<Secret>,
+    name: &str,
+    stream: impl futures::Stream<Item = Result<watcher::Event<PartialObjectMeta<Secret>>, watcher::Error>> + Send,
+) {
+    use e2e::apiserver::hooks::ResponseForm;
+    api.create(&PostParams::default(), &secret(name, "one")).await.unwrap();
+    let mut stream = stream.default_backoff().boxed();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let mut next = async || {
+        tokio::time::timeout_at(deadline, stream.next())
+            .await
+            .expect("the metadata watcher progresses")
+            .expect("the stream goes on")
+            .expect("no watcher error")
+    };
+    let mut initial = Vec::new();
+    loop {
+        match next().await {
+            watcher::Event::InitApply(meta) => initial.push(meta),
+            watcher::Event::InitDone => break,
+            _ => {}
+        }
+    }
+    assert_eq!(initial.len(), 1);
+    assert_eq!(partial_kind(&initial[0]).0, "PartialObjectMetadata");
+    let before = initial[0].resource_version();
+
+    api.patch(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"stringData": {"password": "two"}})),
+    )
+    .await
+    .unwrap();
+    let updated = loop {
+        if let watcher::Event::Apply(meta) = next().await {
+            break meta;
+        }
+    };
+    assert_eq!(updated.name_any(), name);
+    assert_ne!(
+        updated.resource_version(),
+        before,
+        "the data change moved the resourceVersion"
+    );
+    assert_eq!(
+        partial_kind(&updated),
+        ("PartialObjectMetadata".to_string(), "meta.k8s.io/v1".to_string())
+    );
+
+    api.delete(name, &DeleteParams::default()).await.unwrap();
+    let deleted = loop {
+        if let watcher::Event::Delete(meta) = next().await {
+            break meta;
+        }
+    };
+    assert_eq!(deleted.name_any(), name);
+    assert_eq!(partial_kind(&deleted).0, "PartialObjectMetadata");
+    let hooks = env.server.hooks();
+    assert!(hooks.count_form("watch", "", "secrets", ResponseForm::Metadata) >= 1);
+    assert_eq!(hooks.count_form("watch", "", "secrets", ResponseForm::Object), 0);
+    assert_eq!(hooks.count_form("list", "", "secrets", ResponseForm::Object), 0);
 }
 
 /// ssa reference §9: kube-runtime's `finalizer` helper adds its finalizer with a JSON patch whose `test`

@@ -31,7 +31,9 @@ pub enum ListKind {
     /// Items are objects keyed by the named fields (`k:` path elements); a key field missing from an item
     /// takes its default from `key_defaults` (e.g. `protocol: TCP`).
     Map {
+        /// The key fields, in the order `x-kubernetes-list-map-keys` gives them.
         keys: Vec<String>,
+        /// Schema defaults of key fields, used when an item leaves one out.
         key_defaults: BTreeMap<String, Value>,
     },
 }
@@ -45,14 +47,27 @@ pub enum Shape {
     /// `rest` types keys that are not declared (from `additionalProperties` or preserved unknown fields);
     /// `None` means undeclared keys are unknown fields.
     Struct {
+        /// The declared properties.
         fields: BTreeMap<String, Shape>,
+        /// Replaced and owned as one node (`x-kubernetes-map-type: atomic`).
         atomic: bool,
+        /// The shape of undeclared keys, if they are allowed.
         rest: Option<Box<Shape>>,
     },
     /// An object whose keys are free-form (`additionalProperties`), all values of one shape.
-    Map { values: Box<Shape>, atomic: bool },
+    Map {
+        /// The shape of every value.
+        values: Box<Shape>,
+        /// Replaced and owned as one node (`x-kubernetes-map-type: atomic`).
+        atomic: bool,
+    },
     /// A list of items of one shape.
-    List { items: Box<Shape>, kind: ListKind },
+    List {
+        /// The shape of every item.
+        items: Box<Shape>,
+        /// How items are merged and owned.
+        kind: ListKind,
+    },
     /// Content without a schema (`x-kubernetes-preserve-unknown-fields` with no properties): objects merge
     /// as granular maps, lists are atomic, any key is accepted.
     Untyped,
