@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! The operator's controllers, the clients of the external systems they talk to, and the `manager` that runs
 //! them.
 //!

@@ -108,9 +108,16 @@ pub async fn run(cli: Cli) -> Result<(), ManagerError> {
             tokio::select! {
                 _ = shutdown.cancelled() => {}
                 _ = leadership.lost() => {
-                    tracing::error!("leadership lost; stopping controllers");
+                    tracing::error!("leadership lost; stopping controllers at once");
                     lost = true;
                     shutdown.cancel();
+                }
+            }
+            if lost {
+                // Another replica may already lead: in-flight reconciles must not keep writing (as
+                // controller-runtime, exit at once rather than drain).
+                for task in &running {
+                    task.abort();
                 }
             }
             for task in running {

@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! The operator's CustomResourceDefinitions as Rust types, and the generator of their manifests.
 //!
 //! The types keep the original operators' groups, kinds, short names and field names so existing YAML applies

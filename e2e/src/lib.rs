@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! The end-to-end test substrate: a Kubernetes API emulator, emulators for Keycloak and Rancher,
 //! fixtures for the real systems the tests start (Keystone, Prometheus, the `manager` binary),
 //! and the `sandbox` that wires them together for people who want to try the operator without a cluster.

@@ -215,6 +215,20 @@ impl ChildSet {
         Ok(applied)
     }
 
+    /// Records the existing child `namespace/name` of kind `T` as wanted in this pass without writing it, so
+    /// [`Self::prune`] keeps it (e.g. a policy that must outlive a temporary failure to rebuild it).
+    pub fn keep<T>(&mut self, namespace: &str, name: &str)
+    where
+        T: Resource<DynamicType = (), Scope = NamespaceResourceScope>,
+    {
+        self.applied.insert(ChildKey {
+            api_version: T::api_version(&()).to_string(),
+            kind: T::kind(&()).to_string(),
+            namespace: Some(namespace.to_string()),
+            name: name.to_string(),
+        });
+    }
+
     /// Deletes children of kind `T` in `namespace` (or all namespaces when `None`) that belong to this owner but
     /// were not applied in this pass. Returns the names deleted.
     pub async fn prune<T>(&mut self, namespace: Option<&str>) -> Result<Vec<String>, ChildError>

@@ -1,10 +1,12 @@
+#![warn(missing_docs)]
 //! The generic reconcile framework every controller of this operator runs on.
 //!
 //! It holds mechanisms, never policy: how to run a reconciler ([`runner`]), guard external cleanup
 //! ([`finalizer`]), keep conditions ([`conditions`]) and write status only when it changed ([`status`]), apply
 //! and prune children ([`children`]), publish events without repeats ([`events`]), derive valid names
-//! ([`names`]), call external systems safely ([`http`], [`sanitize`]), and expose metrics, probes and leader
-//! election ([`metrics`], [`admin`], [`leader`]). It knows no CRD of ours.
+//! ([`names`]), call external systems safely ([`http`], [`sanitize`]), watch related kinds by metadata only
+//! ([`metadata`]), and expose metrics, probes and leader election ([`metrics`], [`admin`], [`leader`]). It
+//! knows no CRD of ours.
 
 pub mod admin;
 pub mod backoff;
@@ -17,6 +19,7 @@ pub mod finalizer;
 pub mod http;
 pub mod kube_client;
 pub mod leader;
+pub mod metadata;
 pub mod metrics;
 pub mod names;
 pub mod runner;

@@ -11,14 +11,14 @@ use std::collections::HashMap;
 use std::fmt::Debug;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::{FutureExt, StreamExt};
 use jiff::Timestamp;
 use k8s_openapi::NamespaceResourceScope;
-use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
+use kube::runtime::controller::{Action, Config as ControllerConfig, Controller, Error as ControllerError};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
@@ -331,6 +331,8 @@ async fn run_scope<R: Reconciler>(
         .graceful_shutdown_on(runtime.shutdown.clone().cancelled_owned());
     let store = controller.store();
     let namespace = scope.namespace().unwrap_or("*").to_string();
+    let synced = Arc::new(AtomicBool::new(false));
+    let synced_flag = synced.clone();
     tokio::spawn(async move {
         // kube-runtime's readiness signal wakes only the most recent waiter, and the controller itself waits on
         // it too; re-polling with a short timeout observes the store once it is ready whoever was woken.
@@ -338,6 +340,7 @@ async fn run_scope<R: Reconciler>(
             match tokio::time::timeout(Duration::from_millis(200), store.wait_until_ready()).await {
                 Ok(Ok(())) => {
                     tracing::info!(controller = name, namespace, "cache synced");
+                    synced_flag.store(true, Ordering::Release);
                     guard.synced();
                     return;
                 }
@@ -348,12 +351,38 @@ async fn run_scope<R: Reconciler>(
     });
     controller
         .run(reconcile::<R>, error_policy::<R>, state)
+        .take_until(forceful_stop(name, runtime.shutdown.clone(), synced))
         .for_each(|result| async move {
-            if let Err(error) = result {
-                tracing::debug!(controller = name, %error, "reconcile loop event");
+            match result {
+                // Reconcile failures are logged (with their category) where they happen.
+                Err(ControllerError::ReconcilerFailed(..) | ControllerError::ObjectNotFound(_)) | Ok(_) => {}
+                // A watch that cannot list or watch (RBAC, a CRD not installed) would otherwise fail silently.
+                Err(error) => {
+                    tracing::warn!(controller = name, %error, "watch or queue failure; retrying with backoff")
+                }
             }
         })
         .await;
+}
+
+/// How long a graceful stop waits for in-flight reconciles before abandoning them; below Kubernetes' default
+/// 30 s termination grace period so the manager still releases its Lease before SIGKILL.
+pub const SHUTDOWN_DRAIN_TIMEOUT: Duration = Duration::from_secs(25);
+
+/// Resolves when a graceful stop has to give way to a forceful one: at once when shutdown comes before the
+/// cache synced (nothing can be in flight yet, and kube-runtime's queue would wait forever for a sync that the
+/// stopped watches can no longer deliver), else after [`SHUTDOWN_DRAIN_TIMEOUT`].
+async fn forceful_stop(controller: &'static str, shutdown: CancellationToken, synced: Arc<AtomicBool>) {
+    shutdown.cancelled().await;
+    if !synced.load(Ordering::Acquire) {
+        return;
+    }
+    tokio::time::sleep(SHUTDOWN_DRAIN_TIMEOUT).await;
+    tracing::warn!(
+        controller,
+        timeout_seconds = SHUTDOWN_DRAIN_TIMEOUT.as_secs(),
+        "in-flight reconciles did not finish in time; abandoning them"
+    );
 }
 
 async fn reconcile<R: Reconciler>(obj: Arc<R::Resource>, state: Arc<State<R>>) -> Result<Action, RunError<R::Error>> {

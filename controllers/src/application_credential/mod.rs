@@ -7,9 +7,10 @@
 //! (`secret.rs`), the schedule (`rotation.rs`) and the status (`status.rs`). Keystone is found by `endpoint.rs`;
 //! deletion is `deletion.rs`.
 //!
-//! Watches: the credentials themselves; Secrets (owned credential Secrets, and password Secrets a credential
-//! names); KeystoneAPIs (any change re-checks every credential, as they are rare and a pass that has nothing to
-//! do is cheap). Besides watches, a reconcile asks to run again exactly when the next rotation is due.
+//! Watches: the credentials themselves; Secrets by metadata only (owned credential Secrets, and password Secrets
+//! a credential names — their data never reaches the manager through the watch); KeystoneAPIs (any change
+//! re-checks every credential, as they are rare and a pass that has nothing to do is cheap). Besides watches, a
+//! reconcile asks to run again exactly when the next rotation is due.
 
 pub mod credential;
 pub mod deletion;
@@ -34,6 +35,7 @@ use framework::runner::{Context, Outcome, Reconciler, Runtime, Scope};
 use futures::{Stream, StreamExt};
 use jiff::SignedDuration;
 use k8s_openapi::api::core::v1::Secret;
+use kube::api::PartialObjectMeta;
 use kube::runtime::controller::Controller;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -166,7 +168,11 @@ impl Reconciler for ApplicationCredentialController {
 
     fn watches(&self, controller: Controller<Self::Resource>, scope: &Scope) -> Controller<Self::Resource> {
         let store = controller.store();
-        let secrets: Api<Secret> = scope.api();
+        // Secrets only trigger reconciles (which read the one they need): every Secret in scope is watched, as a
+        // password Secret may have any name, so the watch is metadata-only and never carries Secret data (see
+        // `framework::metadata`; no kube `unstable-runtime` feature is needed for that). A password change
+        // moves the Secret's resourceVersion, so it still triggers.
+        let secrets = framework::metadata::scoped::<Secret>(scope);
         let keystone_apis: Api<KeystoneAPI> = scope.api();
         controller
             .watches(secrets, watcher::Config::default(), move |secret| {
@@ -184,11 +190,11 @@ impl Reconciler for ApplicationCredentialController {
     }
 }
 
-/// The credentials a Secret matters to: its owner (a credential Secret or creation record), and every
-/// credential in its namespace that reads its password from it.
+/// The credentials a Secret (its metadata) matters to: its owner (a credential Secret or creation record), and
+/// every credential in its namespace that reads its password from it.
 fn credentials_using(
     store: &Store<KeystoneApplicationCredential>,
-    secret: &Secret,
+    secret: &PartialObjectMeta<Secret>,
 ) -> Vec<ObjectRef<KeystoneApplicationCredential>> {
     let namespace = secret.namespace().unwrap_or_default();
     let name = secret.name_any();
@@ -233,4 +239,67 @@ pub fn start(runtime: &Runtime, cli: &Cli) -> Result<Running, StartError> {
     let controller =
         ApplicationCredentialController::new(&cli.keystone_application_credential, Some(runtime.metrics.clone()))?;
     Ok(crate::registry::running(controller, runtime, cli, FIELD_MANAGER))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::runtime::reflector;
+    use serde_json::json;
+
+    fn credential(name: &str, namespace: &str, password_secret: &str) -> KeystoneApplicationCredential {
+        serde_json::from_value(json!({
+            "apiVersion": "keystone.openstack.org/v1beta1", "kind": "KeystoneApplicationCredential",
+            "metadata": {"name": name, "namespace": namespace, "uid": format!("uid-{name}")},
+            "spec": {"secret": password_secret, "passwordSelector": "Password", "userName": "barbican",
+                     "roles": ["service"]}
+        }))
+        .expect("credential")
+    }
+
+    fn secret_meta(name: &str, namespace: &str, owner: Option<&str>) -> PartialObjectMeta<Secret> {
+        serde_json::from_value(json!({
+            "kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+            "metadata": {"name": name, "namespace": namespace, "ownerReferences": owner.map(|o| vec![json!({
+                "apiVersion": "keystone.openstack.org/v1beta1", "kind": "KeystoneApplicationCredential",
+                "name": o, "uid": format!("uid-{o}"), "controller": true})]).unwrap_or_default()}
+        }))
+        .expect("metadata")
+    }
+
+    fn names(refs: Vec<ObjectRef<KeystoneApplicationCredential>>) -> Vec<String> {
+        let mut names: Vec<String> = refs
+            .into_iter()
+            .map(|r| format!("{}/{}", r.namespace.unwrap_or_default(), r.name))
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn a_secret_maps_to_its_owner_and_to_the_credentials_reading_their_password_from_it() {
+        let (store, mut writer) = reflector::store::<KeystoneApplicationCredential>();
+        for ac in [
+            credential("ac-barbican", "openstack", "osp-secret"),
+            credential("ac-nova", "openstack", "osp-secret"),
+            credential("ac-glance", "openstack", "glance-secret"),
+            credential("ac-barbican", "other", "osp-secret"),
+        ] {
+            writer.apply_watcher_event(&watcher::Event::Apply(ac));
+        }
+        assert_eq!(
+            names(credentials_using(&store, &secret_meta("osp-secret", "openstack", None))),
+            ["openstack/ac-barbican", "openstack/ac-nova"],
+            "password Secrets trigger the credentials of their namespace that name them"
+        );
+        assert_eq!(
+            names(credentials_using(
+                &store,
+                &secret_meta("ac-glance-abcde-secret", "openstack", Some("ac-glance"))
+            )),
+            ["openstack/ac-glance"],
+            "a credential Secret triggers its owner"
+        );
+        assert!(credentials_using(&store, &secret_meta("unrelated", "openstack", None)).is_empty());
+    }
 }

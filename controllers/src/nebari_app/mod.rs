@@ -6,8 +6,9 @@
 //! `discovery.rs`); Keycloak provisioning is `keycloak_sync.rs`, deletion `cleanup.rs`.
 //!
 //! Watches drive every reconcile: the app's own children (routes, policy, Secret, RBAC), its namespace (the
-//! opt-in label), its backend Service, its Certificate, a user-provided TLS Secret and the shared Gateways.
-//! There is no periodic polling.
+//! opt-in label), its backend Service, its Certificate, a user-provided TLS Secret, its `clientSecretRef`
+//! Secret and the shared Gateways. Secrets are watched by metadata only (`framework::metadata`): their data
+//! never reaches the manager through a watch, reconciles read the one they need. There is no periodic polling.
 
 pub mod auth_hash;
 pub mod cleanup;
@@ -39,7 +40,7 @@ use gateway_api::httproutes::HttpRoute;
 use k8s_openapi::api::core::v1::{Namespace, Secret, Service};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::ResourceExt;
-use kube::api::Api;
+use kube::api::{Api, PartialObjectMeta};
 use kube::runtime::controller::Controller;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
@@ -135,9 +136,19 @@ impl Reconciler for NebariAppController {
         let gateway_ns = self.settings.gateway_namespace.clone();
         let certificates: Api<Certificate> = Api::namespaced(scope.client().clone(), &gateway_ns);
         let gateways: Api<Gateway> = Api::namespaced(scope.client().clone(), &gateway_ns);
-        let tls_secrets: Api<Secret> = Api::namespaced(scope.client().clone(), &gateway_ns);
-        let (by_namespace, by_service, by_gateway, by_tls_secret, by_peer) =
-            (store.clone(), store.clone(), store.clone(), store.clone(), store);
+        // Secrets only trigger reconciles, so they are watched by metadata only: user-provided TLS Secrets in the
+        // gateway namespace, and `clientSecretRef` Secrets, which may have any name, in the apps' namespaces
+        // (`framework::metadata`). The owned OIDC Secrets below need nothing: kube 4.2's `owns` is metadata-only.
+        let tls_secrets = framework::metadata::namespaced::<Secret>(scope.client(), &gateway_ns);
+        let client_secrets = framework::metadata::scoped::<Secret>(scope);
+        let (by_namespace, by_service, by_gateway, by_tls_secret, by_client_secret, by_peer) = (
+            store.clone(),
+            store.clone(),
+            store.clone(),
+            store.clone(),
+            store.clone(),
+            store,
+        );
         let apps: Api<NebariApp> = scope.api();
         let settings = self.settings.clone();
         controller
@@ -162,6 +173,9 @@ impl Reconciler for NebariAppController {
             })
             .watches(tls_secrets, watcher::Config::default(), move |secret| {
                 apps_serving_secret(&by_tls_secret, &secret.name_any())
+            })
+            .watches(client_secrets, watcher::Config::default(), move |secret| {
+                apps_reading_client_secret(&by_client_secret, &secret)
             })
             .watches(apps, watcher::Config::default(), move |_| {
                 apps_with_token_exchange(&by_peer)
@@ -230,6 +244,29 @@ fn apps_serving_secret(store: &Store<NebariApp>, secret: &str) -> Vec<ObjectRef<
         .collect()
 }
 
+/// Apps with auth enabled whose `clientSecretRef` names this Secret (in their namespace): creating, fixing or
+/// deleting it changes their AuthReady.
+fn apps_reading_client_secret(
+    store: &Store<NebariApp>,
+    secret: &PartialObjectMeta<Secret>,
+) -> Vec<ObjectRef<NebariApp>> {
+    let namespace = secret.namespace();
+    let name = secret.name_any();
+    store
+        .state()
+        .iter()
+        .filter(|app| {
+            app.namespace() == namespace
+                && app
+                    .spec
+                    .auth
+                    .as_ref()
+                    .is_some_and(|a| a.enabled && a.client_secret_ref.as_deref() == Some(name.as_str()))
+        })
+        .map(|app| ObjectRef::from_obj(app.as_ref()))
+        .collect()
+}
+
 /// Apps granting token exchange: a change to any app may change their peer list (the hash then decides).
 fn apps_with_token_exchange(store: &Store<NebariApp>) -> Vec<ObjectRef<NebariApp>> {
     store
@@ -254,4 +291,51 @@ pub fn start(runtime: &Runtime, cli: &Cli) -> Result<Running, StartError> {
         Some(runtime.metrics.clone()),
     )?;
     Ok(crate::registry::running(controller, runtime, cli, FIELD_MANAGER))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::runtime::reflector;
+    use serde_json::json;
+
+    fn app(name: &str, namespace: &str, auth: serde_json::Value) -> NebariApp {
+        serde_json::from_value(json!({
+            "apiVersion": "reconcilers.nebari.dev/v1", "kind": "NebariApp",
+            "metadata": {"name": name, "namespace": namespace, "uid": format!("uid-{name}")},
+            "spec": {"hostname": format!("{name}.example.com"), "service": {"name": "svc", "port": 80}, "auth": auth}
+        }))
+        .expect("app")
+    }
+
+    fn secret(name: &str, namespace: &str) -> PartialObjectMeta<Secret> {
+        serde_json::from_value(json!({
+            "kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+            "metadata": {"name": name, "namespace": namespace}
+        }))
+        .expect("metadata")
+    }
+
+    #[test]
+    fn a_client_secret_maps_to_the_apps_of_its_namespace_that_name_it_with_auth_on() {
+        let (store, mut writer) = reflector::store::<NebariApp>();
+        let generic =
+            |reference: &str| json!({"enabled": true, "provider": "generic-oidc", "clientSecretRef": reference});
+        for app in [
+            app("web", "apps", generic("oidc")),
+            app("api", "apps", generic("oidc")),
+            app("docs", "apps", generic("other")),
+            app("off", "apps", json!({"enabled": false, "clientSecretRef": "oidc"})),
+            app("web", "elsewhere", generic("oidc")),
+        ] {
+            writer.apply_watcher_event(&watcher::Event::Apply(app));
+        }
+        let mut names: Vec<String> = apps_reading_client_secret(&store, &secret("oidc", "apps"))
+            .into_iter()
+            .map(|r| r.name)
+            .collect();
+        names.sort();
+        assert_eq!(names, ["api", "web"]);
+        assert!(apps_reading_client_secret(&store, &secret("unrelated", "apps")).is_empty());
+    }
 }

@@ -8,8 +8,8 @@ use kube::api::ObjectMeta;
 
 use super::naming::AppNames;
 
-/// The credentials and ids written to the Secret.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// The credentials and ids written to the Secret. Its `Debug` output hides the client secret.
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct OidcSecretData {
     /// The confidential client's id.
     pub client_id: String,
@@ -21,6 +21,18 @@ pub struct OidcSecretData {
     pub spa_client_id: Option<String>,
     /// The device-flow client's id, when provisioned.
     pub device_client_id: Option<String>,
+}
+
+impl std::fmt::Debug for OidcSecretData {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OidcSecretData")
+            .field("client_id", &self.client_id)
+            .field("client_secret", &"[REDACTED]")
+            .field("issuer_url", &self.issuer_url)
+            .field("spa_client_id", &self.spa_client_id)
+            .field("device_client_id", &self.device_client_id)
+            .finish()
+    }
 }
 
 /// Builds the Secret (type Opaque) with keys client-id, client-secret, issuer-url and the optional
@@ -52,5 +64,22 @@ pub fn oidc_secret(names: &AppNames, data: &OidcSecretData) -> Secret {
         type_: Some("Opaque".to_string()),
         data: Some(map),
         ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_output_never_shows_the_client_secret() {
+        let data = OidcSecretData {
+            client_id: "ns-app".into(),
+            client_secret: "hunter2".into(),
+            ..Default::default()
+        };
+        let printed = format!("{data:?}");
+        assert!(!printed.contains("hunter2"), "{printed}");
+        assert!(printed.contains("ns-app"));
     }
 }

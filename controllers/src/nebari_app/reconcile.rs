@@ -2,10 +2,9 @@
 //!
 //! Each step records its condition; a failing step still lets the status be written (so users see why) and
 //! the error then drives the retry backoff. Nothing here polls: watches on the app's children, its namespace,
-//! its Service and its Certificate bring the next reconcile.
+//! its Service, its Certificate and the Secrets it names bring the next reconcile.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use crds::nebari::{AuthConfig, AuthProvider, NebariApp, ResourceReference};
 use crds::thirdparty::cert_manager::Certificate;
@@ -64,29 +63,48 @@ pub async fn reconcile(
 
     let outcome = async {
         let section = reconcile_tls(controller, &app, &names, &plan, &mut children, &mut status, ctx).await?;
-        reconcile_routing(
-            controller,
-            &app,
-            &names,
-            &plan,
-            section,
-            &mut children,
-            &mut status,
-            ctx,
-        )
-        .await?;
-        let next = reconcile_auth(controller, &app, &names, &plan, &mut children, &mut status, ctx).await?;
+        // Auth before routing, and fail closed: while authentication is required at the gateway but no
+        // SecurityPolicy can be built (client Secret missing, Keycloak down), the routes are not exposed unless
+        // the policy from an earlier pass still protects them — which is then kept, not pruned.
+        let auth = reconcile_auth(controller, &app, &names, &plan, &mut children, &mut status, ctx).await;
+        let enforced = app
+            .spec
+            .auth
+            .as_ref()
+            .is_some_and(|a| a.enabled && a.enforce_at_gateway);
+        let protected = auth.as_ref().is_ok_and(|pass| pass.policy_applied);
+        if !enforced || protected || keep_existing_policy(&app, &names, &mut children, ctx).await? {
+            reconcile_routing(
+                controller,
+                &app,
+                &names,
+                &plan,
+                section,
+                &mut children,
+                &mut status,
+                ctx,
+            )
+            .await?;
+        } else if app.spec.routing.is_some() {
+            status.set(ConditionUpdate::failed(
+                ROUTING_READY,
+                "WaitingForAuth",
+                "the HTTPRoute is withheld until the OIDC client is ready, so the app is never exposed without \
+                 the authentication it asks for",
+            ));
+        }
         prune(controller, &namespace, &mut children).await?;
-        Ok(next)
+        auth.map(|pass| pass.next)
     }
     .await;
 
+    // Root causes first: a withheld route (RoutingReady) is a consequence of auth not being ready.
     let mut applicable = Vec::new();
-    if app.spec.routing.is_some() {
-        applicable.extend([ROUTING_READY, TLS_READY]);
-    }
     if app.spec.auth.as_ref().is_some_and(|a| a.enabled) {
         applicable.push(AUTH_READY);
+    }
+    if app.spec.routing.is_some() {
+        applicable.extend([TLS_READY, ROUTING_READY]);
     }
     status.status.service_discovery = Some(super::discovery::service_discovery(&app, plan.is_tls()));
     status.finish_ready(&applicable);
@@ -342,6 +360,48 @@ async fn reconcile_routing(
 
 /// Auth: the OIDC client (provisioned in Keycloak, or named by clientSecretRef), its Secret and reader RBAC, and
 /// the SecurityPolicy when enforced at the gateway.
+/// What the auth step achieved.
+struct AuthPass {
+    /// What the step asks for next.
+    next: Outcome,
+    /// Whether the SecurityPolicy was applied in this pass.
+    policy_applied: bool,
+}
+
+impl AuthPass {
+    fn unprotected(next: Outcome) -> Self {
+        Self {
+            next,
+            policy_applied: false,
+        }
+    }
+}
+
+/// Keeps the SecurityPolicy an earlier pass applied (so pruning cannot strip protection from live routes) and
+/// tells whether there is one.
+async fn keep_existing_policy(
+    app: &NebariApp,
+    names: &AppNames,
+    children: &mut ChildSet,
+    ctx: &Context,
+) -> Result<bool, NebariAppError> {
+    let api: Api<SecurityPolicy> = Api::namespaced(ctx.client.clone(), &names.namespace);
+    let existing = api
+        .get_opt(&names.security_policy())
+        .await
+        .map_err(|e| NebariAppError::api("reading the SecurityPolicy", e))?;
+    let ours = existing.as_ref().is_some_and(|policy| {
+        policy
+            .owner_references()
+            .iter()
+            .any(|owner| Some(&owner.uid) == app.metadata.uid.as_ref())
+    });
+    if ours {
+        children.keep::<SecurityPolicy>(&names.namespace, &names.security_policy());
+    }
+    Ok(ours)
+}
+
 async fn reconcile_auth(
     controller: &NebariAppController,
     app: &NebariApp,
@@ -350,7 +410,7 @@ async fn reconcile_auth(
     children: &mut ChildSet,
     status: &mut StatusBuilder,
     ctx: &Context,
-) -> Result<Outcome, NebariAppError> {
+) -> Result<AuthPass, NebariAppError> {
     let Some(auth) = app.spec.auth.as_ref().filter(|a| a.enabled) else {
         status.status.client_secret_ref = None;
         forget_provisioned_clients(controller, app, names, status).await?;
@@ -359,7 +419,7 @@ async fn reconcile_auth(
             "AuthDisabled",
             "authentication is not enabled",
         ));
-        return Ok(Outcome::Done);
+        return Ok(AuthPass::unprotected(Outcome::Done));
     };
     let credentials = match client_credentials(controller, app, auth, names, plan, children, status, ctx).await {
         Ok(credentials) => credentials,
@@ -374,10 +434,10 @@ async fn reconcile_auth(
     };
     let credentials = match credentials {
         ClientState::Ready(credentials) => credentials,
-        ClientState::Missing { recheck: Some(delay) } => return Ok(Outcome::RequeueAfter(delay)),
-        ClientState::Missing { recheck: None } => return Ok(Outcome::Done),
+        ClientState::Missing => return Ok(AuthPass::unprotected(Outcome::Done)),
     };
-    if auth.enforce_at_gateway && app.spec.routing.is_some() {
+    let policy_applied = auth.enforce_at_gateway && app.spec.routing.is_some();
+    if policy_applied {
         children
             .apply(security_policy(
                 app,
@@ -404,22 +464,19 @@ async fn reconcile_auth(
             (false, _) => "OIDC client ready; the application handles the OIDC flow itself".to_string(),
         },
     ));
-    Ok(Outcome::Done)
+    Ok(AuthPass {
+        next: Outcome::Done,
+        policy_applied,
+    })
 }
-
-/// How often an app re-reads a `clientSecretRef` Secret that is missing or incomplete. Users' Secrets are not
-/// watched (that would cache every Secret of the cluster), so this is the one wait that polls.
-pub const CLIENT_SECRET_RECHECK: Duration = Duration::from_secs(10);
 
 /// What [`client_credentials`] found.
 enum ClientState {
     /// The credentials the gateway (or the app) uses.
     Ready(ClientCredentials),
-    /// A condition says what is missing; `recheck` is set when no watch will announce the fix.
-    Missing {
-        /// When to look again.
-        recheck: Option<Duration>,
-    },
+    /// A condition says what is missing; a watch announces the fix (the app, or its `clientSecretRef` Secret,
+    /// watched by metadata in `mod.rs`).
+    Missing,
 }
 
 /// The client id and Secret the gateway (or the app) uses: provisioned in Keycloak (hash-gated), or taken from
@@ -445,7 +502,7 @@ async fn client_credentials(
                 "ClientSecretRefRequired",
                 "set auth.clientSecretRef to a Secret with client-id and client-secret (client provisioning is off for this provider)",
             ));
-            return Ok(ClientState::Missing { recheck: None });
+            return Ok(ClientState::Missing);
         };
         let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &names.namespace);
         let secret = secrets
@@ -469,9 +526,7 @@ async fn client_credentials(
                     "ClientSecretInvalid",
                     format!("Secret {secret_name} must exist and hold the keys client-id and client-secret"),
                 ));
-                Ok(ClientState::Missing {
-                    recheck: Some(CLIENT_SECRET_RECHECK),
-                })
+                Ok(ClientState::Missing)
             }
         };
     }

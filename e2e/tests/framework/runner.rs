@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+use e2e::apiserver::Fault;
 use e2e::harness::{Deadline, TestCluster, wait_until};
 use framework::finalizer::FinalizerSpec;
 use framework::runner::{Context, Outcome, Reconciler};
@@ -278,4 +279,29 @@ async fn readiness_follows_the_cache_and_shutdown_waits_for_in_flight_work() {
         controller.slow_finished.load(Ordering::SeqCst),
         "the in-flight reconcile ran to completion"
     );
+}
+
+/// A stop that arrives before the cache synced ends the runner promptly: kube-runtime's queue would otherwise
+/// wait for a sync that the stopped watches can no longer deliver (seen as a manager hanging on SIGTERM right
+/// after start).
+#[tokio::test]
+async fn shutdown_before_the_cache_synced_stops_promptly() {
+    let cluster = TestCluster::start().await;
+    let ns = cluster.create_namespace("early-stop").await;
+    // The initial list takes 3 s, so the stop below certainly comes first.
+    cluster.emulator().hooks().inject(Fault {
+        verbs: vec!["list".into()],
+        group: Some(String::new()),
+        resource: Some("configmaps".into()),
+        latency_ms: 3_000,
+        ..Fault::default()
+    });
+    let controller = Arc::new(ConfigMapController::new());
+    let running = run(&cluster, controller.clone(), &ns);
+    running.shutdown.cancel();
+    assert!(!running.readiness.is_ready(), "the stop came before the cache synced");
+    tokio::time::timeout(std::time::Duration::from_secs(10), running.task)
+        .await
+        .expect("the runner stops without waiting for a cache sync")
+        .expect("runner task");
 }

@@ -2,7 +2,7 @@
 //! recovers by itself once fixed: Kubernetes-side causes through watches (no polling), Keystone outages through
 //! backoff.
 
-use crate::support::{Setup, World};
+use crate::support::{PASSWORD_SECRET, Setup, World};
 
 fn assert_no_secret_in(message: &str, world: &World) {
     assert!(
@@ -97,6 +97,37 @@ async fn a_missing_password_secret_then_a_wrong_password_are_reported_and_recove
         .assert_secret_authenticates(ac.status.and_then(|s| s.secret_name).as_deref().expect("secretName"))
         .await;
     assert_eq!(world.keystone_credentials().await.len(), 1);
+}
+
+#[tokio::test]
+async fn a_password_secret_without_the_key_waits_and_recovers_when_the_secret_changes() {
+    let mut world = World::start(Setup {
+        password_secret: false,
+        ..Setup::default()
+    })
+    .await;
+    let password = world.user.password.clone();
+    e2e::keystone::sample::write_password_secret(
+        &world.cluster.client(),
+        &world.namespace,
+        PASSWORD_SECRET,
+        "SomeOtherPassword",
+        &password,
+    )
+    .await
+    .expect("write the password Secret under another key");
+    world.apply_credential(&["service"], "").await;
+    world
+        .wait_condition("KeystoneApplicationCredentialReady", "False", "PasswordKeyMissing")
+        .await;
+    world.assert_waiting_for_a_watch().await;
+
+    // Only the change of the existing Secret (seen through the metadata-only Secret watch) can bring the fix.
+    world.write_password(&password).await;
+    let ac = world.wait_ready(None).await;
+    world
+        .assert_secret_authenticates(ac.status.and_then(|s| s.secret_name).as_deref().expect("secretName"))
+        .await;
 }
 
 #[tokio::test]

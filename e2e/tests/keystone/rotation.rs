@@ -216,3 +216,38 @@ async fn a_credential_rotates_on_its_own_exactly_at_rotation_eligible_at() {
         .await;
     assert_eq!(world.keystone_credentials().await.len(), 2);
 }
+
+#[tokio::test]
+async fn deleting_the_current_secret_rotates_at_once_through_a_metadata_only_secret_watch() {
+    use e2e::apiserver::hooks::ResponseForm;
+    use kube::api::DeleteParams;
+
+    let world = World::start(Setup::default()).await;
+    world.apply_credential(&["service"], "").await;
+    let first = world.wait_ready(None).await.status.expect("status");
+    let first_id = first.ac_id.clone().expect("acID");
+    let first_secret = first.secret_name.clone().expect("secretName");
+    // Nothing is due for months (no timed pass before the deadline of `wait_ready`): only the watch on the
+    // credential's own Secret can bring the rotation.
+    // The protection finalizer holds the Secret; its deletionTimestamp is the change the watch reports.
+    world
+        .secrets()
+        .delete(&first_secret, &DeleteParams::default())
+        .await
+        .expect("delete the current Secret");
+    let second = world.wait_ready(Some(&first_id)).await.status.expect("status");
+    assert_ne!(second.secret_name.as_deref(), Some(first_secret.as_str()));
+    assert_eq!(second.previous_secret_name.as_deref(), Some(first_secret.as_str()));
+    world
+        .assert_secret_authenticates(second.secret_name.as_deref().expect("secretName"))
+        .await;
+
+    // Secrets are watched by metadata only: their data never travels to the manager through a watch.
+    let hooks = world.cluster.emulator().hooks();
+    assert!(hooks.count_form("watch", "", "secrets", ResponseForm::Metadata) >= 1);
+    assert_eq!(
+        hooks.count_form("watch", "", "secrets", ResponseForm::Object),
+        0,
+        "a Secret watch asked for full objects"
+    );
+}

@@ -13,7 +13,8 @@ use serde_json::json;
 use e2e::keycloak::DownMode;
 
 use crate::support::{
-    ADMIN_PASSWORD, KEYCLOAK_EXTERNAL_URL, REALM, Setup, World, breakdown_delta, condition, security_policies,
+    ADMIN_PASSWORD, KEYCLOAK_EXTERNAL_URL, REALM, Setup, World, breakdown_delta, condition, http_routes,
+    security_policies,
 };
 
 /// The request updating a client: made once per provisioning pass.
@@ -219,8 +220,10 @@ async fn auth_provisions_a_keycloak_client_an_oidc_secret_a_security_policy_and_
     );
 }
 
+/// Fail closed: with authentication required at the gateway but no OIDC client yet (Keycloak down), the app is
+/// not exposed at all; once Keycloak answers, the policy and the route appear together.
 #[tokio::test]
-async fn a_keycloak_outage_is_reported_without_blocking_routing_and_provisioning_resumes_when_it_ends() {
+async fn a_keycloak_outage_withholds_the_route_until_the_policy_can_protect_it() {
     let world = World::start(Setup::default()).await;
     world.keycloak.hooks().go_down(DownMode::Unavailable);
     world
@@ -234,7 +237,7 @@ async fn a_keycloak_outage_is_reported_without_blocking_routing_and_provisioning
         "the condition carries no response body: {message}"
     );
     world
-        .wait_condition("web", "RoutingReady", "True", "HTTPRouteReady")
+        .wait_condition("web", "RoutingReady", "False", "WaitingForAuth")
         .await;
     world
         .wait_condition("web", "Ready", "False", "KeycloakUnavailable")
@@ -247,6 +250,13 @@ async fn a_keycloak_outage_is_reported_without_blocking_routing_and_provisioning
             .is_none(),
         "no policy without a client"
     );
+    assert!(
+        world
+            .object(&http_routes(), &world.namespace, "web-route")
+            .await
+            .is_none(),
+        "no route may expose the app before its policy exists"
+    );
 
     world.keycloak.hooks().come_up();
     world.wait_ready("web").await;
@@ -254,6 +264,66 @@ async fn a_keycloak_outage_is_reported_without_blocking_routing_and_provisioning
     assert!(
         world
             .object(&security_policies(), &world.namespace, "web-security")
+            .await
+            .is_some()
+    );
+    assert!(
+        world
+            .object(&http_routes(), &world.namespace, "web-route")
+            .await
+            .is_some()
+    );
+}
+
+/// A protected app whose client Secret disappears (being recreated, say) keeps its SecurityPolicy: the routes
+/// stay behind authentication instead of becoming public.
+#[tokio::test]
+async fn a_vanished_client_secret_never_strips_the_policy_from_a_live_route() {
+    let world = World::start(Setup::default()).await;
+    let secrets: kube::Api<Secret> = kube::Api::namespaced(world.cluster.client(), &world.namespace);
+    let secret = Secret {
+        metadata: ObjectMeta {
+            name: Some("google-oidc".into()),
+            ..Default::default()
+        },
+        data: Some(BTreeMap::from([
+            ("client-id".to_string(), ByteString(b"google-client".to_vec())),
+            ("client-secret".to_string(), ByteString(b"s3cret".to_vec())),
+        ])),
+        ..Default::default()
+    };
+    secrets
+        .create(&PostParams::default(), &secret)
+        .await
+        .expect("create the client Secret");
+    world
+        .apply_app(
+            "web",
+            json!({"routing": {}, "auth": {
+                "enabled": true, "provider": "generic-oidc", "issuerURL": "https://accounts.google.com",
+                "clientSecretRef": "google-oidc",
+            }}),
+        )
+        .await;
+    world.wait_ready("web").await;
+
+    secrets
+        .delete("google-oidc", &Default::default())
+        .await
+        .expect("delete the client Secret");
+    world
+        .wait_condition("web", "AuthReady", "False", "ClientSecretInvalid")
+        .await;
+    assert!(
+        world
+            .object(&security_policies(), &world.namespace, "web-security")
+            .await
+            .is_some(),
+        "the policy from the last good pass still protects the route"
+    );
+    assert!(
+        world
+            .object(&http_routes(), &world.namespace, "web-route")
             .await
             .is_some()
     );
@@ -381,4 +451,77 @@ async fn generic_oidc_uses_the_client_secret_ref_once_it_exists_and_never_calls_
         "no operator Secret for generic-oidc"
     );
     assert_eq!(world.keycloak_requests(), calls, "generic-oidc never calls Keycloak");
+}
+
+#[tokio::test]
+async fn a_client_secret_ref_secret_is_noticed_through_a_metadata_only_watch_without_polling() {
+    use e2e::apiserver::hooks::ResponseForm;
+    use kube::api::{Patch, PatchParams};
+
+    let world = World::start(Setup::default()).await;
+    let spec = json!({"routing": {}, "auth": {
+        "enabled": true, "provider": "generic-oidc", "issuerURL": "https://accounts.google.com",
+        "clientSecretRef": "oidc-client",
+    }});
+    world.apply_app("web", spec).await;
+    world
+        .wait_condition("web", "AuthReady", "False", "ClientSecretInvalid")
+        .await;
+    let idle = world.wait_idle().await;
+    let metrics = world.manager().metrics().await;
+    let polled = crate::support::sum_metric(
+        &metrics,
+        "controller_runtime_reconcile_total",
+        &[("controller", "nebariapp"), ("result", "requeue_after")],
+    );
+    assert_eq!(
+        polled, 0,
+        "a missing clientSecretRef Secret must wait for a watch, not a timer"
+    );
+
+    // An incomplete Secret: the watch brings a reconcile (nothing else changed), which still reports it.
+    let secrets: kube::Api<Secret> = kube::Api::namespaced(world.cluster.client(), &world.namespace);
+    let secret = Secret {
+        metadata: ObjectMeta {
+            name: Some("oidc-client".into()),
+            ..Default::default()
+        },
+        data: Some(BTreeMap::from([(
+            "client-id".to_string(),
+            ByteString(b"google-client".to_vec()),
+        )])),
+        ..Default::default()
+    };
+    secrets
+        .create(&PostParams::default(), &secret)
+        .await
+        .expect("create the incomplete client Secret");
+    e2e::harness::wait_until(
+        "creating the Secret to reconcile the app",
+        e2e::harness::Deadline::secs(15),
+        || async { Ok((world.reconciles().await > idle).then_some(())) },
+    )
+    .await;
+    world
+        .wait_condition("web", "AuthReady", "False", "ClientSecretInvalid")
+        .await;
+
+    // Completing it (a data-only change) makes the app Ready.
+    secrets
+        .patch(
+            "oidc-client",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"stringData": {"client-secret": "s3cret"}})),
+        )
+        .await
+        .expect("complete the client Secret");
+    world.wait_ready("web").await;
+
+    let hooks = world.cluster.emulator().hooks();
+    assert!(hooks.count_form("watch", "", "secrets", ResponseForm::Metadata) >= 1);
+    assert_eq!(
+        hooks.count_form("watch", "", "secrets", ResponseForm::Object),
+        0,
+        "a Secret watch asked for full objects"
+    );
 }
