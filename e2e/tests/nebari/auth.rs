@@ -280,22 +280,7 @@ async fn a_keycloak_outage_withholds_the_route_until_the_policy_can_protect_it()
 #[tokio::test]
 async fn a_vanished_client_secret_never_strips_the_policy_from_a_live_route() {
     let world = World::start(Setup::default()).await;
-    let secrets: kube::Api<Secret> = kube::Api::namespaced(world.cluster.client(), &world.namespace);
-    let secret = Secret {
-        metadata: ObjectMeta {
-            name: Some("google-oidc".into()),
-            ..Default::default()
-        },
-        data: Some(BTreeMap::from([
-            ("client-id".to_string(), ByteString(b"google-client".to_vec())),
-            ("client-secret".to_string(), ByteString(b"s3cret".to_vec())),
-        ])),
-        ..Default::default()
-    };
-    secrets
-        .create(&PostParams::default(), &secret)
-        .await
-        .expect("create the client Secret");
+    create_google_client_secret(&world).await;
     world
         .apply_app(
             "web",
@@ -307,6 +292,7 @@ async fn a_vanished_client_secret_never_strips_the_policy_from_a_live_route() {
         .await;
     world.wait_ready("web").await;
 
+    let secrets: kube::Api<Secret> = kube::Api::namespaced(world.cluster.client(), &world.namespace);
     secrets
         .delete("google-oidc", &Default::default())
         .await
@@ -415,22 +401,7 @@ async fn generic_oidc_uses_the_client_secret_ref_once_it_exists_and_never_calls_
     );
 
     // The Secret appears after the app: the app picks it up without anything else changing.
-    let secrets: kube::Api<Secret> = kube::Api::namespaced(world.cluster.client(), &world.namespace);
-    let secret = Secret {
-        metadata: ObjectMeta {
-            name: Some("google-oidc".into()),
-            ..Default::default()
-        },
-        data: Some(BTreeMap::from([
-            ("client-id".to_string(), ByteString(b"google-client".to_vec())),
-            ("client-secret".to_string(), ByteString(b"s3cret".to_vec())),
-        ])),
-        ..Default::default()
-    };
-    secrets
-        .create(&PostParams::default(), &secret)
-        .await
-        .expect("create the client Secret");
+    create_google_client_secret(&world).await;
     let app = world.wait_ready("web").await;
     let policy = world
         .object(&security_policies(), &world.namespace, "web-security")
@@ -524,4 +495,24 @@ async fn a_client_secret_ref_secret_is_noticed_through_a_metadata_only_watch_wit
         0,
         "a Secret watch asked for full objects"
     );
+}
+
+/// Creates the `google-oidc` Secret that the generic-OIDC apps of these tests reference.
+async fn create_google_client_secret(world: &World) {
+    let secrets: kube::Api<Secret> = kube::Api::namespaced(world.cluster.client(), &world.namespace);
+    let secret = Secret {
+        metadata: ObjectMeta {
+            name: Some("google-oidc".into()),
+            ..Default::default()
+        },
+        data: Some(BTreeMap::from([
+            ("client-id".to_string(), ByteString(b"google-client".to_vec())),
+            ("client-secret".to_string(), ByteString(b"s3cret".to_vec())),
+        ])),
+        ..Default::default()
+    };
+    secrets
+        .create(&PostParams::default(), &secret)
+        .await
+        .expect("create the client Secret");
 }
