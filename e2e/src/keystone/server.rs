@@ -70,8 +70,11 @@ import threading
 import time
 
 bind = "127.0.0.1:{port}"
-workers = 1
-threads = 4
+# Processes, not threads: under gunicorn's threaded worker Keystone 30 sometimes handles a request with the token
+# of another request running at the same time (seen: the service user's create checked against the admin's
+# token roles, answering 400 "unassigned role"). Sync workers serve one request per process.
+workers = 2
+threads = 1
 timeout = 60
 chdir = {dir:?}
 control_socket_disable = True
