@@ -76,17 +76,30 @@ async fn the_leader_lease_is_held_while_running_and_released_on_sigterm() {
     };
     let mut manager = ManagerProcess::start(&cluster, options).await;
     let leases: Api<Lease> = Api::namespaced(cluster.client(), "default");
-    let lease = leases.get("observability-test").await.expect("the lease exists");
-    assert_eq!(
-        lease.spec.and_then(|s| s.holder_identity).as_deref(),
-        Some("manager-under-test")
-    );
-    assert!(
-        manager
-            .metrics()
-            .await
-            .contains(r#"leader_election_master_status{name="observability-test"} 1"#)
-    );
+    // Readiness does not wait for leadership (a standby is ready too), so the Lease may still be on its way.
+    let holder_source = leases.clone();
+    wait_until("the manager to hold the lease", Deadline::secs(20), || {
+        let leases = holder_source.clone();
+        async move {
+            let lease = leases.get_opt("observability-test").await.map_err(|e| e.to_string())?;
+            let holder = lease.and_then(|l| l.spec).and_then(|s| s.holder_identity);
+            Ok((holder.as_deref() == Some("manager-under-test")).then_some(()))
+        }
+    })
+    .await;
+    // The gauge is set right after the Lease write that made it leader.
+    let reporting = &manager;
+    wait_until(
+        "leader_election_master_status to report 1",
+        Deadline::secs(10),
+        || async move {
+            let text = reporting.metrics().await;
+            Ok(text
+                .contains(r#"leader_election_master_status{name="observability-test"} 1"#)
+                .then_some(()))
+        },
+    )
+    .await;
 
     assert!(manager.stop().await, "the manager exits cleanly on SIGTERM");
     let holder = leases
