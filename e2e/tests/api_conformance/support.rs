@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use e2e::apiserver::{ApiServer, ServerConfig, ServerHandle};
+use e2e::harness::{Deadline, wait_until};
 use serde_json::{Value, json};
 
 static NEXT: AtomicUsize = AtomicUsize::new(0);
@@ -167,14 +168,11 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        if check().await {
-            return;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for: {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_until(what, Deadline::secs(20), || {
+        let satisfied = check();
+        async move { Ok(satisfied.await.then_some(())) }
+    })
+    .await
 }
 
 /// The Python interpreter with the `kubernetes` client: env `E2E_PYTHON`, else the project venv.

@@ -2,8 +2,6 @@
 //! Keystone with a service user of its own, the password Secret, a Ready KeystoneAPI pointing at Keystone (or
 //! at a breakable proxy in front of it), and the real `manager` running the controller.
 
-use std::time::Duration;
-
 use crds::keystone::KeystoneApplicationCredential;
 use e2e::harness::{Deadline, ManagerOptions, ManagerProcess, TestCluster, wait_until};
 use e2e::keystone::sample::{install_keystone_api_crd, publish_keystone_api, write_password_secret};
@@ -335,12 +333,7 @@ impl World {
 
     /// Reconciles the manager finished so far.
     pub async fn reconciles(&mut self) -> u64 {
-        let metrics = self.manager().metrics().await;
-        sum_metric(
-            &metrics,
-            "controller_runtime_reconcile_total",
-            &[("controller", "keystoneapplicationcredential")],
-        )
+        reconcile_count(&self.manager().metrics().await)
     }
 }
 
@@ -349,32 +342,38 @@ impl World {
     /// in an error (retried with backoff) or asked to be requeued.
     pub async fn assert_waiting_for_a_watch(&mut self) {
         let controller = ("controller", "keystoneapplicationcredential");
-        for _ in 0..200 {
-            let metrics = self.manager().metrics().await;
-            if sum_metric(
+        let manager: &ManagerProcess = self.manager();
+        let metrics = wait_until("a reconcile to finish", Deadline::secs(10), || async move {
+            let metrics = manager.metrics().await;
+            let succeeded = sum_metric(
                 &metrics,
                 "controller_runtime_reconcile_total",
                 &[controller, ("result", "success")],
-            ) > 0
-            {
-                for result in ["error", "requeue", "requeue_after"] {
-                    let count = sum_metric(
-                        &metrics,
-                        "controller_runtime_reconcile_total",
-                        &[controller, ("result", result)],
-                    );
-                    assert_eq!(
-                        count, 0,
-                        "while waiting, {count} reconciles ended with {result}: the controller polls"
-                    );
-                }
-                return;
-            }
-            // Poll interval of a bounded wait (200 × 50 ms).
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            );
+            Ok((succeeded > 0).then_some(metrics))
+        })
+        .await;
+        for result in ["error", "requeue", "requeue_after"] {
+            let count = sum_metric(
+                &metrics,
+                "controller_runtime_reconcile_total",
+                &[controller, ("result", result)],
+            );
+            assert_eq!(
+                count, 0,
+                "while waiting, {count} reconciles ended with {result}: the controller polls"
+            );
         }
-        panic!("no reconcile finished");
     }
+}
+
+/// Reconciles of the credential controller finished so far, read from a `/metrics` exposition.
+pub fn reconcile_count(metrics: &str) -> u64 {
+    sum_metric(
+        metrics,
+        "controller_runtime_reconcile_total",
+        &[("controller", "keystoneapplicationcredential")],
+    )
 }
 
 /// Sums the samples of `name` whose labels include `labels`.

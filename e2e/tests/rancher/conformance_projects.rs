@@ -1,6 +1,8 @@
 //! Emulator conformance for projects (Part B1 and Part C items 4–5 of `keycloak-rancher-api.md`).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use e2e::harness::{Deadline, wait_until};
 
 use serde_json::json;
 
@@ -228,16 +230,19 @@ async fn deletes_answer_removing_then_the_project_is_gone() {
     let deleted = env.delete(&format!("/v3/projects/{id}")).await;
     assert_eq!(deleted.status, 200);
     assert_eq!(deleted.body["state"], "removing");
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let answer = env.get(&format!("/v3/projects/{id}")).await;
-        if answer.status == 404 {
-            break;
+    let (env_ref, path) = (&env, format!("/v3/projects/{id}"));
+    wait_until("the removed project to disappear", Deadline::secs(5), || {
+        let path = path.clone();
+        async move {
+            let answer = env_ref.get(&path).await;
+            if answer.status == 404 {
+                return Ok(Some(()));
+            }
+            assert_eq!(answer.body["state"], "removing", "until it is gone");
+            Ok(None)
         }
-        assert_eq!(answer.body["state"], "removing");
-        assert!(Instant::now() < deadline, "project never disappeared");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await;
     let again = env.delete(&format!("/v3/projects/{id}")).await;
     assert_eq!(again.status, 404);
     let system = env.get("/v3/projects?clusterId=local&name=System").await;
