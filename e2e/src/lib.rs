@@ -10,3 +10,4 @@ pub mod keycloak;
 pub mod keystone;
 pub mod rancher;
 pub mod sandbox;
+pub mod tls;

@@ -47,7 +47,7 @@ pub struct ChildConfig {
 #[derive(Debug, thiserror::Error)]
 pub enum ChildError {
     /// The Kubernetes API refused or failed the request.
-    #[error("{verb} {kind} {name}: {source}")]
+    #[error("{verb} {kind} {name}: {}", crate::error::KubeErrorDisplay(source))]
     Api {
         /// apply, delete or list.
         verb: &'static str,

@@ -42,3 +42,47 @@ pub trait ReconcileError: std::error::Error + Send + Sync + 'static {
     /// A PascalCase reason for conditions and Warning events (e.g. `KeystoneUnavailable`).
     fn reason(&self) -> &'static str;
 }
+
+/// A Kubernetes API error as one readable line for conditions, events and logs: the API server's own message
+/// and reason (`… is forbidden: … (Forbidden)`), never kube-rs's dump of the whole response.
+pub fn describe_kube_error(error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(status) => {
+            let reason = if status.reason.is_empty() {
+                format!("HTTP {}", status.code)
+            } else {
+                status.reason.clone()
+            };
+            if status.message.is_empty() {
+                reason
+            } else {
+                format!("{} ({reason})", status.message)
+            }
+        }
+        other => other.to_string(),
+    }
+}
+
+/// Displays a Kubernetes API error with [`describe_kube_error`] (for `thiserror` messages).
+pub struct KubeErrorDisplay<'a>(pub &'a kube::Error);
+
+impl std::fmt::Display for KubeErrorDisplay<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&describe_kube_error(self.0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn api_errors_read_as_the_servers_message_and_reason() {
+        let status = kube::core::Status::failure("secrets \"x\" is forbidden: nope", "Forbidden").with_code(403);
+        let error = kube::Error::Api(Box::new(status));
+        assert_eq!(
+            describe_kube_error(&error),
+            "secrets \"x\" is forbidden: nope (Forbidden)"
+        );
+    }
+}

@@ -22,6 +22,7 @@ pub mod leader;
 pub mod metadata;
 pub mod metrics;
 pub mod names;
+pub mod namespaces;
 pub mod runner;
 pub mod sanitize;
 pub mod shutdown;

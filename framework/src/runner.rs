@@ -32,6 +32,7 @@ use crate::error::{ErrorCategory, ReconcileError};
 use crate::events::EventPublisher;
 use crate::finalizer::{self, FinalizerSpec};
 use crate::metrics::{ControllerMetrics, Metrics, ReconcileResult};
+use crate::namespaces::WatchedNamespaces;
 
 /// What a successful reconcile asks for next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,6 +99,8 @@ pub struct Context {
     pub metrics: ControllerMetrics,
     /// The server-side-apply field manager of this controller.
     pub field_manager: String,
+    /// Every namespace the manager watches (for reads spanning all of a controller's objects).
+    pub namespaces: WatchedNamespaces,
 }
 
 /// Implemented by each controller.
@@ -297,6 +300,7 @@ async fn run_scopes<R: Reconciler>(
             events: EventPublisher::new(runtime.client.clone(), &settings.field_manager),
             metrics: runtime.metrics.controller(name, settings.concurrency),
             field_manager: settings.field_manager.clone(),
+            namespaces: WatchedNamespaces::new(settings.namespaces.clone()),
         },
         backoff: settings.backoff,
         failures: Mutex::new(HashMap::new()),

@@ -80,7 +80,7 @@ pub enum AcError {
         name: String,
     },
     /// A Kubernetes request failed.
-    #[error("{action}: {source}")]
+    #[error("{action}: {}", framework::error::KubeErrorDisplay(source))]
     Kube {
         /// What we were doing, e.g. "creating Secret ac-barbican-7b23d-secret".
         action: String,

@@ -13,7 +13,7 @@ pub enum NebariAppError {
     #[error("{0}")]
     Kubernetes(Box<ChildError>),
     /// A Kubernetes request outside the child set failed.
-    #[error("{what}: {source}")]
+    #[error("{what}: {}", framework::error::KubeErrorDisplay(source))]
     Api {
         /// What was being done.
         what: String,

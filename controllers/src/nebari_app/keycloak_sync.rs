@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use crds::nebari::{AuthConfig, AuthProvider, NebariApp, NebariAppStatus};
 use framework::http::HttpSettings;
+use framework::namespaces::WatchedNamespaces;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, ListParams};
+use kube::api::ListParams;
 use kube::{Client as KubeClient, ResourceExt};
 use secrecy::ExposeSecret;
 
@@ -114,15 +115,17 @@ fn scheme(tls: bool) -> &'static str {
 /// being provisioned is left out until its status says so — that status write re-triggers this app through the
 /// NebariApp watch — because granting looks the client up and a peer hashed in before its client existed would
 /// never be granted.
-pub async fn token_exchange_peers(kube: &KubeClient, app: &NebariApp) -> Result<Vec<String>, NebariAppError> {
-    let api: Api<NebariApp> = Api::all(kube.clone());
-    let apps = api
-        .list(&ListParams::default())
+pub async fn token_exchange_peers(
+    kube: &KubeClient,
+    namespaces: &WatchedNamespaces,
+    app: &NebariApp,
+) -> Result<Vec<String>, NebariAppError> {
+    let apps = namespaces
+        .list::<NebariApp>(kube, &ListParams::default())
         .await
         .map_err(|e| NebariAppError::api("listing NebariApps", e))?;
     let me = (app.namespace(), app.name_any());
     let mut peers: Vec<String> = apps
-        .items
         .iter()
         .filter(|other| (other.namespace(), other.name_any()) != me)
         .filter(|other| {

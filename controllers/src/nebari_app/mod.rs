@@ -128,11 +128,7 @@ impl Reconciler for NebariAppController {
         let store = controller.store();
         let managed =
             watcher::Config::default().labels(&format!("{}={MANAGED_BY}", framework::children::LABEL_MANAGED_BY));
-        let namespaces: Api<Namespace> = Api::all(scope.client().clone());
-        let namespace_config = match scope.namespace() {
-            Some(ns) => watcher::Config::default().fields(&format!("metadata.name={ns}")),
-            None => watcher::Config::default(),
-        };
+
         let gateway_ns = self.settings.gateway_namespace.clone();
         let certificates: Api<Certificate> = Api::namespaced(scope.client().clone(), &gateway_ns);
         let gateways: Api<Gateway> = Api::namespaced(scope.client().clone(), &gateway_ns);
@@ -151,15 +147,22 @@ impl Reconciler for NebariAppController {
         );
         let apps: Api<NebariApp> = scope.api();
         let settings = self.settings.clone();
+        // The opt-in label is watched on every Namespace when the whole cluster is watched. A namespaced install
+        // holds no cluster-wide grant to watch Namespaces; its apps re-read the label instead (see reconcile).
+        let controller = if scope.namespace().is_none() {
+            let namespaces: Api<Namespace> = Api::all(scope.client().clone());
+            controller.watches(namespaces, watcher::Config::default(), move |ns| {
+                apps_in_namespace(&by_namespace, &ns.name_any())
+            })
+        } else {
+            controller
+        };
         controller
             .owns(scope.api::<HttpRoute>(), managed.clone())
             .owns(scope.api::<SecurityPolicy>(), managed.clone())
             .owns(scope.api::<Secret>(), managed.clone())
             .owns(scope.api::<Role>(), managed.clone())
             .owns(scope.api::<RoleBinding>(), managed.clone())
-            .watches(namespaces, namespace_config, move |ns| {
-                apps_in_namespace(&by_namespace, &ns.name_any())
-            })
             .watches(scope.api::<Service>(), watcher::Config::default(), move |svc| {
                 apps_using_service(&by_service, &svc)
             })

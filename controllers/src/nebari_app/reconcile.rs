@@ -48,8 +48,15 @@ pub async fn reconcile(
     status.status.hostname = Some(app.spec.hostname.clone());
 
     if let Some(blocked) = validate(&app, &namespace, ctx).await? {
+        // A namespaced install cannot watch Namespace objects (that needs a cluster-wide grant), so an app waiting
+        // for its namespace's opt-in label looks again after a while instead of being woken by the label.
+        let outcome = if blocked.reason == NAMESPACE_NOT_OPTED_IN && !ctx.namespaces.is_all() {
+            Outcome::RequeueAfter(OPT_IN_RECHECK)
+        } else {
+            Outcome::Done
+        };
         status.finish_with(blocked);
-        return finish(&app, ctx, status, Ok(Outcome::Done)).await;
+        return finish(&app, ctx, status, Ok(outcome)).await;
     }
 
     let settings = &controller.settings;
@@ -74,7 +81,7 @@ pub async fn reconcile(
             .is_some_and(|a| a.enabled && a.enforce_at_gateway);
         let protected = auth.as_ref().is_ok_and(|pass| pass.policy_applied);
         if !enforced || protected || keep_existing_policy(&app, &names, &mut children, ctx).await? {
-            reconcile_routing(
+            let routed = reconcile_routing(
                 controller,
                 &app,
                 &names,
@@ -84,7 +91,17 @@ pub async fn reconcile(
                 &mut status,
                 ctx,
             )
-            .await?;
+            .await;
+            if let Err(error) = routed {
+                if app.spec.routing.is_some() {
+                    status.set(ConditionUpdate::failed(
+                        ROUTING_READY,
+                        error.condition_reason(),
+                        framework::sanitize::sanitize(&error.to_string()),
+                    ));
+                }
+                return Err(error);
+            }
         } else if app.spec.routing.is_some() {
             status.set(ConditionUpdate::failed(
                 ROUTING_READY,
@@ -124,6 +141,11 @@ async fn fresh(app: &NebariApp, ctx: &Context) -> Result<Option<NebariApp>, Neba
     Ok(current.filter(|a| a.metadata.deletion_timestamp.is_none()))
 }
 
+/// The reason of an app whose namespace lacks the opt-in label.
+const NAMESPACE_NOT_OPTED_IN: &str = "NamespaceNotOptedIn";
+/// How often an app in a namespaced install looks again for its namespace's opt-in label.
+const OPT_IN_RECHECK: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Checks what must hold before anything is created: the namespace opted in, the Service with its port.
 async fn validate(app: &NebariApp, namespace: &str, ctx: &Context) -> Result<Option<ConditionUpdate>, NebariAppError> {
     let namespaces: Api<Namespace> = Api::all(ctx.client.clone());
@@ -138,7 +160,7 @@ async fn validate(app: &NebariApp, namespace: &str, ctx: &Context) -> Result<Opt
     if !opted_in {
         return Ok(Some(ConditionUpdate::failed(
             "Ready",
-            "NamespaceNotOptedIn",
+            NAMESPACE_NOT_OPTED_IN,
             format!("namespace {namespace} is not managed: label it {OPT_IN_LABEL}=true"),
         )));
     }
@@ -532,7 +554,7 @@ async fn client_credentials(
     }
 
     let peers = if auth.token_exchange.as_ref().is_some_and(|t| t.enabled) {
-        keycloak_sync::token_exchange_peers(&ctx.client, app).await?
+        keycloak_sync::token_exchange_peers(&ctx.client, &ctx.namespaces, app).await?
     } else {
         Vec::new()
     };

@@ -67,12 +67,12 @@ impl InventoryController {
         let cluster = &rpi.spec.cluster_id;
         let projects = rancher.list_projects(cluster).await?;
         let namespaces = rancher.list_namespaces(cluster, None).await?;
-        let objects: Api<ManagedRancherProject> = Api::all(ctx.client.clone());
-        let objects = objects
-            .list(&ListParams::default())
+        let objects = ctx
+            .namespaces
+            .list::<ManagedRancherProject>(&ctx.client, &ListParams::default())
             .await
             .map_err(MrpError::kube("listing ManagedRancherProjects"))?;
-        let managed = scan::managed_ids(objects.items.iter(), cluster);
+        let managed = scan::managed_ids(objects.iter(), cluster);
         Ok(scan::scan(&projects, &namespaces, &managed))
     }
 }

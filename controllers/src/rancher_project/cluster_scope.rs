@@ -15,8 +15,9 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use crds::rancher::ManagedRancherProject;
+use framework::namespaces::WatchedNamespaces;
 use kube::ResourceExt;
-use kube::api::{Api, ListParams};
+use kube::api::ListParams;
 use kube::runtime::reflector::Store;
 
 use super::bindings::{self, BindingKey};
@@ -40,8 +41,12 @@ impl Peers {
         }
     }
 
-    /// Every object of every namespace: from the cache when it covers them all, else listed cluster-wide.
-    pub async fn all(&self, client: &kube::Client) -> Result<Vec<Arc<ManagedRancherProject>>, MrpError> {
+    /// Every object of every watched namespace: from the cache when it covers the whole cluster, else listed.
+    pub async fn all(
+        &self,
+        client: &kube::Client,
+        namespaces: &WatchedNamespaces,
+    ) -> Result<Vec<Arc<ManagedRancherProject>>, MrpError> {
         let cached = self
             .cluster_wide
             .lock()
@@ -49,19 +54,21 @@ impl Peers {
             .and_then(|store| store.as_ref().map(Store::state));
         match cached {
             Some(all) => Ok(all),
-            None => list_all(client).await,
+            None => list_all(client, namespaces).await,
         }
     }
 }
 
-/// Every ManagedRancherProject of every namespace, read from the API server.
-pub async fn list_all(client: &kube::Client) -> Result<Vec<Arc<ManagedRancherProject>>, MrpError> {
-    let api: Api<ManagedRancherProject> = Api::all(client.clone());
-    let listed = api
-        .list(&ListParams::default())
+/// Every ManagedRancherProject of every watched namespace, read from the API server.
+pub async fn list_all(
+    client: &kube::Client,
+    namespaces: &WatchedNamespaces,
+) -> Result<Vec<Arc<ManagedRancherProject>>, MrpError> {
+    let listed = namespaces
+        .list::<ManagedRancherProject>(client, &ListParams::default())
         .await
         .map_err(MrpError::kube("listing ManagedRancherProjects"))?;
-    Ok(listed.items.into_iter().map(Arc::new).collect())
+    Ok(listed.into_iter().map(Arc::new).collect())
 }
 
 /// The objects other than `me` that are not being deleted.

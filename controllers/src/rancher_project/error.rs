@@ -31,7 +31,7 @@ pub enum MrpError {
     #[error("invalid spec: {0}")]
     InvalidSpec(String),
     /// A Kubernetes request failed.
-    #[error("{action}: {source}")]
+    #[error("{action}: {}", framework::error::KubeErrorDisplay(source))]
     Kube {
         /// What we were doing.
         action: String,

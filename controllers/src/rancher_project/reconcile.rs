@@ -763,7 +763,7 @@ pub async fn reconcile(
     let now = status::to_seconds(controller.clock.now());
     let previous = mrp.status.clone().unwrap_or_default();
     // Before any external write: a pass that cannot see the other objects must not decide about shared ones.
-    let all = controller.peers.all(&ctx.client).await?;
+    let all = controller.peers.all(&ctx.client, &ctx.namespaces).await?;
     let others = cluster_scope::others(&all, &mrp);
     let mut desired = bindings::desired(&mrp.spec);
     for group in desired.groups.iter_mut().filter(|g| g.scope == Scope::Cluster) {

@@ -68,25 +68,7 @@ pub fn admit(def: &ResourceDef, version: &str, obj: &mut Value, write: WriteKind
                 match write.field_validation {
                     FieldValidation::Ignore => {}
                     FieldValidation::Warn => warnings.extend(unknown),
-                    FieldValidation::Strict if write.patch => {
-                        let patched = serde_json::to_string(obj).unwrap_or_default();
-                        let message = format!(
-                            " \"\" is invalid: patch: Invalid value: {}: strict decoding error: {}",
-                            go_format::quote(&patched),
-                            unknown.join(", ")
-                        );
-                        let mut err = ApiError::invalid_plain(&message);
-                        err.details.causes = vec![Cause {
-                            reason: "FieldValueInvalid".into(),
-                            message: format!(
-                                "Invalid value: {}: strict decoding error: {}",
-                                go_format::quote(&patched),
-                                unknown.join(", ")
-                            ),
-                            field: "patch".into(),
-                        }];
-                        return Err(err);
-                    }
+                    FieldValidation::Strict if write.patch => return Err(strict_patch_error(obj, &unknown)),
                     FieldValidation::Strict => {
                         return Err(ApiError::bad_request(format!(
                             "{kind} in version \"{version}\" cannot be handled as a {kind}: strict decoding error: {}",
@@ -141,6 +123,24 @@ pub fn admit(def: &ResourceDef, version: &str, obj: &mut Value, write: WriteKind
         })
         .collect();
     Err(err.with_warnings(warnings))
+}
+
+/// The 422 kube-apiserver answers when a merge, JSON or strategic patch fails strict decoding: the patched
+/// object is the invalid value of the field `patch`.
+pub fn strict_patch_error(patched: &Value, messages: &[String]) -> ApiError {
+    let patched = serde_json::to_string(patched).unwrap_or_default();
+    let detail = format!(
+        "Invalid value: {}: strict decoding error: {}",
+        go_format::quote(&patched),
+        messages.join(", ")
+    );
+    let mut err = ApiError::invalid_plain(&format!(" \"\" is invalid: patch: {detail}"));
+    err.details.causes = vec![Cause {
+        reason: "FieldValueInvalid".into(),
+        message: detail,
+        field: "patch".into(),
+    }];
+    err
 }
 
 /// The field manager of a non-apply write: the `fieldManager` parameter, else derived from the User-Agent

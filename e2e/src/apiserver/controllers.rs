@@ -23,12 +23,14 @@ pub fn spawn(shared: Arc<Shared>) -> JoinHandle<()> {
     tokio::spawn(async move {
         let mut gc = GarbageCollector::default();
         let mut namespaces = NamespaceController::default();
+        super::auth::aggregation::sync(&shared);
         gc.resync(&shared);
         namespaces.resync(&shared);
         loop {
             tokio::select! {
                 received = events.recv() => match received {
                     Ok(event) => {
+                        super::auth::aggregation::on_event(&shared, &event);
                         gc.on_event(&shared, &event);
                         namespaces.on_event(&shared, &event);
                         crd_cleanup(&shared, &event);

@@ -4,10 +4,14 @@
 //! end-to-end tests exercise the operator exactly as a cluster would, on machines where no kube-apiserver
 //! can run. Behaviour follows kube-apiserver 1.32; `docs/api-emulator.md` lists what is and is not emulated.
 //!
-//! Start one with [`ApiServer::start`]; the [`ServerHandle`] gives its URL, writes a kubeconfig and exposes
-//! the test hooks ([`hooks`]).
+//! Requests are authenticated by bearer token and authorized by RBAC like kube-apiserver's ([`auth`]), so
+//! the operator's shipped roles are what the tests run under.
+//!
+//! Start one with [`ApiServer::start`]; the [`ServerHandle`] gives its URL, writes a kubeconfig (a cluster
+//! admin's), mints tokens for other users and exposes the test hooks ([`hooks`]).
 
 pub mod admission;
+pub mod auth;
 pub mod builtin;
 pub mod controllers;
 pub mod convert;
@@ -33,6 +37,7 @@ pub mod server;
 pub mod ssa;
 pub mod status;
 pub mod store;
+pub mod strict;
 pub mod table;
 pub mod validation;
 pub mod watch;

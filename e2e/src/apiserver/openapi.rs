@@ -2,6 +2,10 @@
 //! create/apply/replace to find the `fieldValidation` parameter and validate server-side (wire reference §2.5).
 //! Custom resources carry their real `openAPIV3Schema` (with `x-kubernetes-*` extensions) under
 //! `components.schemas`.
+//!
+//! `/openapi/v2` is served as a protobuf document without definitions: kubectl fetches it to validate a
+//! `kind: List` on the client side (the only case the server-side check does not cover), finds no schema for
+//! the items and leaves them to the server's strict field validation, which every item then passes through.
 
 use std::collections::BTreeMap;
 
@@ -10,6 +14,39 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use super::resources::Registry;
+
+/// The content type kubectl asks `/openapi/v2` in (and the only one it parses).
+pub const V2_CONTENT_TYPE: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+
+/// The gnostic `openapi_v2.Document` fields the emulator fills: `swagger` (1) and `info` (2).
+#[derive(Clone, PartialEq, prost::Message)]
+struct V2Document {
+    #[prost(string, tag = "1")]
+    swagger: String,
+    #[prost(message, optional, tag = "2")]
+    info: Option<V2Info>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct V2Info {
+    #[prost(string, tag = "1")]
+    title: String,
+    #[prost(string, tag = "2")]
+    version: String,
+}
+
+/// The `/openapi/v2` body.
+pub fn v2_document() -> Vec<u8> {
+    use prost::Message;
+    V2Document {
+        swagger: "2.0".into(),
+        info: Some(V2Info {
+            title: "Kubernetes".into(),
+            version: "v1.32.0".into(),
+        }),
+    }
+    .encode_to_vec()
+}
 
 fn gv_path(group: &str, version: &str) -> String {
     if group.is_empty() {

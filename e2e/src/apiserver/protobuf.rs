@@ -209,6 +209,111 @@ struct RoleBinding {
 }
 
 /// Builds a JSON object from `(key, value)` pairs, leaving out absent values and empty collections.
+#[derive(Clone, PartialEq, Message)]
+struct BoundObjectReference {
+    #[prost(string, optional, tag = "1")]
+    kind: Option<String>,
+    #[prost(string, optional, tag = "2")]
+    api_version: Option<String>,
+    #[prost(string, optional, tag = "3")]
+    name: Option<String>,
+    #[prost(string, optional, tag = "4")]
+    uid: Option<String>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct TokenRequestSpec {
+    #[prost(string, repeated, tag = "1")]
+    audiences: Vec<String>,
+    #[prost(message, optional, tag = "3")]
+    bound_object_ref: Option<BoundObjectReference>,
+    #[prost(int64, optional, tag = "4")]
+    expiration_seconds: Option<i64>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct TokenRequest {
+    #[prost(message, optional, tag = "1")]
+    metadata: Option<ObjectMeta>,
+    #[prost(message, optional, tag = "2")]
+    spec: Option<TokenRequestSpec>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct ResourceAttributes {
+    #[prost(string, optional, tag = "1")]
+    namespace: Option<String>,
+    #[prost(string, optional, tag = "2")]
+    verb: Option<String>,
+    #[prost(string, optional, tag = "3")]
+    group: Option<String>,
+    #[prost(string, optional, tag = "4")]
+    version: Option<String>,
+    #[prost(string, optional, tag = "5")]
+    resource: Option<String>,
+    #[prost(string, optional, tag = "6")]
+    subresource: Option<String>,
+    #[prost(string, optional, tag = "7")]
+    name: Option<String>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct NonResourceAttributes {
+    #[prost(string, optional, tag = "1")]
+    path: Option<String>,
+    #[prost(string, optional, tag = "2")]
+    verb: Option<String>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct ExtraValue {
+    #[prost(string, repeated, tag = "1")]
+    items: Vec<String>,
+}
+
+/// The spec of every access review (SelfSubjectAccessReviewSpec uses fields 1 and 2 only).
+#[derive(Clone, PartialEq, Message)]
+struct AccessReviewSpec {
+    #[prost(message, optional, tag = "1")]
+    resource_attributes: Option<ResourceAttributes>,
+    #[prost(message, optional, tag = "2")]
+    non_resource_attributes: Option<NonResourceAttributes>,
+    #[prost(string, optional, tag = "3")]
+    user: Option<String>,
+    #[prost(string, repeated, tag = "4")]
+    groups: Vec<String>,
+    #[prost(btree_map = "string, message", tag = "5")]
+    extra: BTreeMap<String, ExtraValue>,
+    #[prost(string, optional, tag = "6")]
+    uid: Option<String>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct AccessReview {
+    #[prost(message, optional, tag = "1")]
+    metadata: Option<ObjectMeta>,
+    #[prost(message, optional, tag = "2")]
+    spec: Option<AccessReviewSpec>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct RulesReviewSpec {
+    #[prost(string, optional, tag = "1")]
+    namespace: Option<String>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct RulesReview {
+    #[prost(message, optional, tag = "1")]
+    metadata: Option<ObjectMeta>,
+    #[prost(message, optional, tag = "2")]
+    spec: Option<RulesReviewSpec>,
+}
+
+fn opt_string(value: &Option<String>) -> Option<Value> {
+    value.clone().map(Value::String)
+}
+
 fn object(pairs: Vec<(&str, Option<Value>)>) -> Value {
     let mut map = Map::new();
     for (key, value) in pairs {
@@ -294,6 +399,14 @@ pub fn supports(group: &str, kind: &str) -> bool {
             | (
                 "rbac.authorization.k8s.io",
                 "Role" | "ClusterRole" | "RoleBinding" | "ClusterRoleBinding"
+            )
+            | ("authentication.k8s.io", "TokenRequest" | "SelfSubjectReview")
+            | (
+                "authorization.k8s.io",
+                "SelfSubjectAccessReview"
+                    | "SubjectAccessReview"
+                    | "LocalSubjectAccessReview"
+                    | "SelfSubjectRulesReview"
             )
     )
 }
@@ -412,6 +525,61 @@ pub fn decode(group: &str, kind: &str, body: &[u8]) -> Result<Value, ApiError> {
                 ("subjects", Some(Value::Array(subjects))),
                 ("roleRef", role_ref),
             ])
+        }
+        ("authentication.k8s.io", "TokenRequest") => {
+            let m = TokenRequest::decode(raw.as_slice()).map_err(|e| bad(kind, e))?;
+            let spec = m.spec.unwrap_or_default();
+            let bound = spec.bound_object_ref.map(|b| {
+                object(vec![
+                    ("kind", opt_string(&b.kind)),
+                    ("apiVersion", opt_string(&b.api_version)),
+                    ("name", opt_string(&b.name)),
+                    ("uid", opt_string(&b.uid)),
+                ])
+            });
+            let spec = object(vec![
+                ("audiences", strings(&spec.audiences)),
+                ("expirationSeconds", spec.expiration_seconds.map(|s| json!(s))),
+                ("boundObjectRef", bound),
+            ]);
+            object(vec![("metadata", metadata(&m.metadata)), ("spec", Some(spec))])
+        }
+        ("authentication.k8s.io", "SelfSubjectReview") => {
+            let m = RulesReview::decode(raw.as_slice()).map_err(|e| bad(kind, e))?;
+            object(vec![("metadata", metadata(&m.metadata))])
+        }
+        ("authorization.k8s.io", "SelfSubjectRulesReview") => {
+            let m = RulesReview::decode(raw.as_slice()).map_err(|e| bad(kind, e))?;
+            let spec = object(vec![("namespace", opt_string(&m.spec.unwrap_or_default().namespace))]);
+            object(vec![("metadata", metadata(&m.metadata)), ("spec", Some(spec))])
+        }
+        ("authorization.k8s.io", _) => {
+            let m = AccessReview::decode(raw.as_slice()).map_err(|e| bad(kind, e))?;
+            let spec = m.spec.unwrap_or_default();
+            let resource = spec.resource_attributes.map(|r| {
+                object(vec![
+                    ("namespace", opt_string(&r.namespace)),
+                    ("verb", opt_string(&r.verb)),
+                    ("group", opt_string(&r.group)),
+                    ("version", opt_string(&r.version)),
+                    ("resource", opt_string(&r.resource)),
+                    ("subresource", opt_string(&r.subresource)),
+                    ("name", opt_string(&r.name)),
+                ])
+            });
+            let non_resource = spec
+                .non_resource_attributes
+                .map(|n| object(vec![("path", opt_string(&n.path)), ("verb", opt_string(&n.verb))]));
+            let extra: BTreeMap<String, Vec<String>> = spec.extra.into_iter().map(|(k, v)| (k, v.items)).collect();
+            let spec = object(vec![
+                ("resourceAttributes", resource),
+                ("nonResourceAttributes", non_resource),
+                ("user", opt_string(&spec.user)),
+                ("groups", strings(&spec.groups)),
+                ("extra", Some(json!(extra))),
+                ("uid", opt_string(&spec.uid)),
+            ]);
+            object(vec![("metadata", metadata(&m.metadata)), ("spec", Some(spec))])
         }
         _ => {
             return Err(ApiError::unsupported_media_type(&[

@@ -68,6 +68,35 @@ pub enum BuiltinKind {
     ClusterRoleBinding,
     /// apiextensions.k8s.io/v1 CustomResourceDefinition.
     CustomResourceDefinition,
+    /// apps/v1 Deployment (stored and validated; no controller runs it).
+    Deployment,
+    /// authorization.k8s.io/v1 SelfSubjectAccessReview (create-only, not stored).
+    SelfSubjectAccessReview,
+    /// authorization.k8s.io/v1 SubjectAccessReview (create-only, not stored).
+    SubjectAccessReview,
+    /// authorization.k8s.io/v1 LocalSubjectAccessReview (create-only, not stored).
+    LocalSubjectAccessReview,
+    /// authorization.k8s.io/v1 SelfSubjectRulesReview (create-only, not stored).
+    SelfSubjectRulesReview,
+    /// authentication.k8s.io/v1 SelfSubjectReview (create-only, not stored).
+    SelfSubjectReview,
+    /// authentication.k8s.io/v1 TokenReview (create-only, not stored).
+    TokenReview,
+}
+
+impl BuiltinKind {
+    /// Whether the kind is a create-only review answered without storing anything.
+    pub fn is_review(self) -> bool {
+        matches!(
+            self,
+            BuiltinKind::SelfSubjectAccessReview
+                | BuiltinKind::SubjectAccessReview
+                | BuiltinKind::LocalSubjectAccessReview
+                | BuiltinKind::SelfSubjectRulesReview
+                | BuiltinKind::SelfSubjectReview
+                | BuiltinKind::TokenReview
+        )
+    }
 }
 
 /// Where a resource comes from.
@@ -196,6 +225,9 @@ impl ResourceDef {
 
     /// The discovery verbs, in the order kube-apiserver lists them.
     pub fn verbs(&self) -> Vec<&'static str> {
+        if self.builtin().is_some_and(BuiltinKind::is_review) {
+            return vec!["create"];
+        }
         if self.terminating {
             return vec!["delete", "deletecollection", "get", "list", "watch"];
         }
@@ -226,7 +258,11 @@ impl ResourceDef {
 
     /// Whether `metadata.generation` is maintained (custom resources and CRDs).
     pub fn tracks_generation(&self) -> bool {
-        self.is_custom() || self.builtin() == Some(BuiltinKind::CustomResourceDefinition)
+        self.is_custom()
+            || matches!(
+                self.builtin(),
+                Some(BuiltinKind::CustomResourceDefinition | BuiltinKind::Deployment)
+            )
     }
 
     /// Whether a PUT without `metadata.resourceVersion` is allowed.
@@ -494,6 +530,90 @@ const BUILTINS: &[BuiltinSpec] = &[
         categories: &["api-extensions"],
         status: true,
         builtin: BuiltinKind::CustomResourceDefinition,
+    },
+    BuiltinSpec {
+        group: "apps",
+        version: "v1",
+        plural: "deployments",
+        singular: "deployment",
+        kind: "Deployment",
+        namespaced: true,
+        short_names: &["deploy"],
+        categories: &["all"],
+        status: true,
+        builtin: BuiltinKind::Deployment,
+    },
+    BuiltinSpec {
+        group: "authorization.k8s.io",
+        version: "v1",
+        plural: "selfsubjectaccessreviews",
+        singular: "selfsubjectaccessreview",
+        kind: "SelfSubjectAccessReview",
+        namespaced: false,
+        short_names: &[],
+        categories: &[],
+        status: false,
+        builtin: BuiltinKind::SelfSubjectAccessReview,
+    },
+    BuiltinSpec {
+        group: "authorization.k8s.io",
+        version: "v1",
+        plural: "subjectaccessreviews",
+        singular: "subjectaccessreview",
+        kind: "SubjectAccessReview",
+        namespaced: false,
+        short_names: &[],
+        categories: &[],
+        status: false,
+        builtin: BuiltinKind::SubjectAccessReview,
+    },
+    BuiltinSpec {
+        group: "authorization.k8s.io",
+        version: "v1",
+        plural: "localsubjectaccessreviews",
+        singular: "localsubjectaccessreview",
+        kind: "LocalSubjectAccessReview",
+        namespaced: true,
+        short_names: &[],
+        categories: &[],
+        status: false,
+        builtin: BuiltinKind::LocalSubjectAccessReview,
+    },
+    BuiltinSpec {
+        group: "authorization.k8s.io",
+        version: "v1",
+        plural: "selfsubjectrulesreviews",
+        singular: "selfsubjectrulesreview",
+        kind: "SelfSubjectRulesReview",
+        namespaced: false,
+        short_names: &[],
+        categories: &[],
+        status: false,
+        builtin: BuiltinKind::SelfSubjectRulesReview,
+    },
+    BuiltinSpec {
+        group: "authentication.k8s.io",
+        version: "v1",
+        plural: "selfsubjectreviews",
+        singular: "selfsubjectreview",
+        kind: "SelfSubjectReview",
+        namespaced: false,
+        short_names: &[],
+        categories: &[],
+        status: false,
+        builtin: BuiltinKind::SelfSubjectReview,
+    },
+    BuiltinSpec {
+        group: "authentication.k8s.io",
+        version: "v1",
+        plural: "tokenreviews",
+        singular: "tokenreview",
+        kind: "TokenReview",
+        namespaced: false,
+        short_names: &[],
+        categories: &[],
+        status: false,
+        builtin: BuiltinKind::TokenReview,
     },
 ];
 

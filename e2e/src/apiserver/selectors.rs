@@ -53,6 +53,41 @@ impl LabelSelector {
         Ok(LabelSelector { requirements })
     }
 
+    /// The selector of a `metav1.LabelSelector` object (`matchLabels` and `matchExpressions`).
+    pub fn from_object(selector: &Value) -> Self {
+        let mut requirements = Vec::new();
+        if let Some(labels) = selector.get("matchLabels").and_then(Value::as_object) {
+            for (key, value) in labels {
+                requirements.push((
+                    key.clone(),
+                    LabelOp::Equals(value.as_str().unwrap_or_default().to_string()),
+                ));
+            }
+        }
+        for expression in selector
+            .get("matchExpressions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let key = expression
+                .get("key")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            let values = super::meta::string_list(expression.get("values"));
+            let op = match expression.get("operator").and_then(Value::as_str).unwrap_or_default() {
+                "In" => LabelOp::In(values),
+                "NotIn" => LabelOp::NotIn(values),
+                "Exists" => LabelOp::Exists,
+                // DoesNotExist, and anything unknown selects nothing that has the key.
+                _ => LabelOp::NotExists,
+            };
+            requirements.push((key, op));
+        }
+        LabelSelector { requirements }
+    }
+
     /// Whether the selector selects everything.
     pub fn is_empty(&self) -> bool {
         self.requirements.is_empty()

@@ -15,6 +15,10 @@ use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use super::auth::{
+    self, Access, Attributes, Authenticator, Authorizer, DecisionLog, DecisionRow, ForbiddenResponse, RbacSnapshot,
+    ResourceAttributes, impersonation,
+};
 use super::controllers;
 use super::discovery;
 use super::hooks::{Fault, Hooks, RequestKey};
@@ -31,6 +35,7 @@ use super::status::ApiError;
 use super::store::{DEFAULT_HISTORY, Store};
 use super::watch;
 use super::writes;
+use crate::tls::{TestCa, serve_https};
 
 /// How to start the emulator.
 #[derive(Clone, Debug)]
@@ -64,6 +69,9 @@ pub enum StartError {
         /// The cause.
         source: std::io::Error,
     },
+    /// The serving certificate could not be made.
+    #[error("cannot make the serving certificate: {0}")]
+    Tls(#[from] crate::tls::TlsError),
 }
 
 /// State shared by every request and background controller.
@@ -72,6 +80,12 @@ pub struct Shared {
     pub store: Store,
     /// Test hooks.
     pub hooks: Hooks,
+    /// Bearer tokens and who they name.
+    pub authn: Authenticator,
+    /// The RBAC authorizer's current snapshot.
+    pub authorizer: Authorizer,
+    /// Every authorization decision and 403 answer.
+    pub decisions: Arc<DecisionLog>,
     /// Cancelled at shutdown; ends watches and controllers.
     pub shutdown: CancellationToken,
     /// The bookmark period for watches.
@@ -129,24 +143,25 @@ impl ApiServer {
         let shared = Arc::new(Shared {
             store: Store::new(config.history_capacity),
             hooks: Hooks::default(),
+            authn: Authenticator::default(),
+            authorizer: Authorizer::default(),
+            decisions: Arc::new(DecisionLog::default()),
             shutdown: CancellationToken::new(),
             bookmark_interval: config.bookmark_interval,
         });
         namespaces::create_defaults(&shared);
+        auth::bootstrap::create_default_policy(&shared);
+        // client-go sends credentials only over TLS: serve HTTPS from a CA made for this server.
+        let ca = TestCa::new("kube-emulator-ca")?;
+        let serving = ca.issue_server_cert("kube-apiserver", &[&addr.ip().to_string()])?;
+        let acceptor = serving.acceptor()?;
         let controllers = controllers::spawn(shared.clone());
         let app = Router::new().fallback(dispatch).with_state(shared.clone());
-        let token = shared.shutdown.clone();
-        let server = tokio::spawn(async move {
-            let result = axum::serve(listener, app)
-                .with_graceful_shutdown(async move { token.cancelled().await })
-                .await;
-            if let Err(err) = result {
-                tracing::warn!(error = %err, "api emulator server stopped with an error");
-            }
-        });
+        let server = tokio::spawn(serve_https(listener, app, acceptor, shared.shutdown.clone()));
         Ok(ServerHandle {
             addr,
-            url: format!("http://{addr}"),
+            url: format!("https://{addr}"),
+            ca_pem: ca.cert_pem(),
             shared,
             tasks: vec![server, controllers],
         })
@@ -157,14 +172,34 @@ impl ApiServer {
 pub struct ServerHandle {
     addr: SocketAddr,
     url: String,
+    ca_pem: String,
     shared: Arc<Shared>,
     tasks: Vec<JoinHandle<()>>,
 }
 
 impl ServerHandle {
-    /// The base URL, `http://127.0.0.1:PORT`.
+    /// The base URL, `https://127.0.0.1:PORT`.
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// The PEM certificate of the CA that signed the serving certificate (what clients must trust).
+    pub fn ca_pem(&self) -> &str {
+        &self.ca_pem
+    }
+
+    /// An HTTP client that trusts the server and authenticates with `token`.
+    pub fn http_client(&self, token: &str) -> reqwest::Client {
+        let mut headers = reqwest::header::HeaderMap::new();
+        if let Ok(value) = reqwest::header::HeaderValue::from_str(&format!("Bearer {token}")) {
+            headers.insert(reqwest::header::AUTHORIZATION, value);
+        }
+        let mut builder = reqwest::Client::builder().default_headers(headers);
+        if let Ok(ca) = reqwest::Certificate::from_pem(self.ca_pem.as_bytes()) {
+            builder = builder.add_root_certificate(ca);
+        }
+        // Only a broken TLS backend makes the builder fail; fall back to a client that will say so per request.
+        builder.build().unwrap_or_default()
     }
 
     /// The bound address.
@@ -172,9 +207,23 @@ impl ServerHandle {
         self.addr
     }
 
-    /// Writes a kubeconfig pointing at this server (for kubectl, kube-rs and the Python client).
+    /// Writes a cluster admin's kubeconfig pointing at this server (for kubectl, kube-rs and the Python client).
     pub fn write_kubeconfig(&self, path: &Path) -> std::io::Result<()> {
-        kubeconfig::write(path, &self.url)
+        kubeconfig::write(path, &self.url, &self.ca_pem, auth::ADMIN_TOKEN)
+    }
+
+    /// A kube-rs client that trusts the server and authenticates with `token`.
+    pub async fn kube_client(&self, token: &str) -> Result<kube::Client, Box<dyn std::error::Error + Send + Sync>> {
+        let text = kubeconfig::render(&self.url, &self.ca_pem, token);
+        let kubeconfig = kube::config::Kubeconfig::from_yaml(&text)?;
+        let config =
+            kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default()).await?;
+        Ok(kube::Client::try_from(config)?)
+    }
+
+    /// Writes a kubeconfig that authenticates with `token` (a ServiceAccount's, a tenant's).
+    pub fn write_kubeconfig_with_token(&self, path: &Path, token: &str) -> std::io::Result<()> {
+        kubeconfig::write(path, &self.url, &self.ca_pem, token)
     }
 
     /// The test hooks (counters, faults, cuts).
@@ -195,6 +244,28 @@ impl ServerHandle {
     /// Adds a fault rule.
     pub fn inject_fault(&self, fault: Fault) {
         self.shared.hooks.inject(fault);
+    }
+
+    /// Mints a bearer token that authenticates as `user` with `groups` (plus `system:authenticated`): a
+    /// tenant, a second admin, a component the test plays.
+    pub fn mint_token(&self, user: &str, groups: &[&str]) -> String {
+        let groups: Vec<String> = groups.iter().map(|g| g.to_string()).collect();
+        self.shared.authn.mint_user(user, &groups)
+    }
+
+    /// Every distinct authorization decision so far (who, verb, resource, namespace, allowed, which rule).
+    pub fn decisions(&self) -> Vec<DecisionRow> {
+        self.shared.decisions.rows()
+    }
+
+    /// Every 403 answered so far.
+    pub fn forbidden_responses(&self) -> Vec<ForbiddenResponse> {
+        self.shared.decisions.forbidden_responses()
+    }
+
+    /// The decision log itself (to keep reading it after the handle is gone).
+    pub fn decision_log(&self) -> Arc<DecisionLog> {
+        self.shared.decisions.clone()
     }
 
     /// The current global resourceVersion.
@@ -223,8 +294,30 @@ impl ServerHandle {
     }
 }
 
+/// Environment variable naming a directory where every emulator writes its authorization decisions when it
+/// stops, so a check over a whole test run can find the rules of the shipped roles nothing used
+/// (`cargo run -p e2e --bin rbac-coverage`).
+pub const DECISION_LOG_DIR_ENV: &str = "E2E_AUTHZ_LOG_DIR";
+
+impl ServerHandle {
+    fn write_decision_log(&self) {
+        let Some(dir) = std::env::var_os(DECISION_LOG_DIR_ENV) else {
+            return;
+        };
+        let dir = std::path::PathBuf::from(dir);
+        let path = dir.join(format!("decisions-{}-{}.json", std::process::id(), self.addr.port()));
+        let file = self.shared.decisions.to_file();
+        let written = std::fs::create_dir_all(&dir)
+            .and_then(|()| std::fs::write(&path, serde_json::to_vec(&file).unwrap_or_default()));
+        if let Err(error) = written {
+            tracing::warn!(path = %path.display(), %error, "cannot write the decision log");
+        }
+    }
+}
+
 impl Drop for ServerHandle {
     fn drop(&mut self) {
+        self.write_decision_log();
         self.shared.shutdown.cancel();
     }
 }
@@ -242,12 +335,30 @@ async fn dispatch(
     if let Some(rest) = path.strip_prefix("/__emulator/") {
         return hook_endpoint(&shared, &method, rest, &query, &body);
     }
+    let access = match authenticate(&shared, &headers) {
+        Ok(access) => access,
+        Err(error) => return error.into_response(),
+    };
+    let forbidden = |error: ApiError| {
+        shared.decisions.record_forbidden(ForbiddenResponse {
+            user: access.user.name.clone(),
+            method: method.to_string(),
+            path: path.clone(),
+            message: error.message.clone(),
+        });
+        error.into_response()
+    };
+    let parsed = parse_resource_path(&path);
+    let attributes = request_attributes(&method, &path, parsed.as_ref(), &query);
+    if let Err(error) = access.check(&attributes) {
+        return forbidden(error);
+    }
     if method == Method::GET
         && let Some(response) = non_resource(&shared, &path, &headers)
     {
         return response;
     }
-    let Some(parsed) = parse_resource_path(&path) else {
+    let Some(parsed) = parsed else {
         return page_not_found();
     };
     let Some(target) = resolve(&shared, parsed) else {
@@ -273,18 +384,27 @@ async fn dispatch(
         Err(error) => return error.into_response(),
     };
     shared.hooks.on_output(&key, output.into());
+    let is_review = target.def.builtin().is_some_and(|k| k.is_review());
     let result = match verb {
+        "create" if is_review => auth::reviews::review(&shared, &access, &target, &headers, &body),
+        "create" if target.subresource.as_deref() == Some("token") => {
+            auth::reviews::token_request(&shared, &target, &headers, &body)
+        }
         "get" => reads::get(&shared, &target, &query, output),
         "list" => reads::list(&shared, &target, &query, output),
         "watch" => watch::watch(shared.clone(), &target, &query, output),
-        "create" => writes::create(&shared, &target, &query, &headers, &body),
-        "update" => writes::update(&shared, &target, &query, &headers, &body),
-        "patch" => writes::patch(&shared, &target, &query, &headers, &body),
+        "create" => writes::create(&shared, &access, &target, &query, &headers, &body),
+        "update" => writes::update(&shared, &access, &target, &query, &headers, &body),
+        "patch" => writes::patch(&shared, &access, &target, &query, &headers, &body),
         "delete" => lifecycle::delete(&shared, &target, &query, &body),
         "deletecollection" => lifecycle::delete_collection(&shared, &target, &query, &headers, &body),
         _ => Err(ApiError::method_not_allowed(&target.gr(), verb)),
     };
-    let response = result.unwrap_or_else(IntoResponse::into_response);
+    let response = match result {
+        Ok(response) => response,
+        Err(error) if error.code == 403 => return forbidden(error),
+        Err(error) => error.into_response(),
+    };
     match output {
         // Reads render metadata themselves; a write's answer is transformed here, as apiserver does.
         Output::Metadata { list, version } if !matches!(verb, "get" | "list" | "watch") => {
@@ -292,6 +412,92 @@ async fn dispatch(
         }
         _ => response,
     }
+}
+
+/// Authenticates the request and applies impersonation: who the request acts as, with the RBAC state it is
+/// judged against. A cluster admin acting as itself needs no RBAC snapshot.
+fn authenticate(shared: &Shared, headers: &HeaderMap) -> Result<Access, ApiError> {
+    let user = shared.authn.authenticate(&shared.store, headers)?;
+    let impersonating = headers.keys().any(|name| name.as_str().starts_with("impersonate-"));
+    let rbac = if user.is_master() && !impersonating {
+        Arc::new(RbacSnapshot::default())
+    } else {
+        shared.authorizer.snapshot(&shared.store)
+    };
+    let mut access = Access {
+        user,
+        rbac,
+        log: shared.decisions.clone(),
+    };
+    if impersonating {
+        match impersonation::acting_user(&access, headers) {
+            Ok(Some(user)) => access.user = user,
+            Ok(None) => {}
+            Err(error) => {
+                if error.code == 403 {
+                    shared.decisions.record_forbidden(ForbiddenResponse {
+                        user: access.user.name.clone(),
+                        method: "impersonate".into(),
+                        path: String::new(),
+                        message: error.message.clone(),
+                    });
+                }
+                return Err(error);
+            }
+        }
+    }
+    Ok(access)
+}
+
+/// The attributes kube-apiserver's request-info resolver gives a request (`requestinfo.go`): resource
+/// requests under `/api/v1/…` and `/apis/<group>/<version>/…`, everything else a non-resource path.
+fn request_attributes(method: &Method, path: &str, parsed: Option<&ResourcePath>, query: &Query) -> Attributes {
+    let Some(parsed) = parsed else {
+        return Attributes::NonResource {
+            verb: method.as_str().to_ascii_lowercase(),
+            path: path.to_string(),
+        };
+    };
+    let named = parsed.name.is_some();
+    let mut name = parsed.name.clone().unwrap_or_default();
+    let verb = match method.as_str() {
+        "GET" | "HEAD" if named => "get",
+        "GET" | "HEAD" => {
+            if let Some(selected) = query
+                .get("fieldSelector")
+                .and_then(|s| s.strip_prefix("metadata.name="))
+                .filter(|n| !n.is_empty() && !n.contains([',', '/', '%']) && *n != "." && *n != "..")
+            {
+                name = selected.to_string();
+            }
+            if query.flag("watch") { "watch" } else { "list" }
+        }
+        "POST" => "create",
+        "PUT" => "update",
+        "PATCH" => "patch",
+        "DELETE" if named => "delete",
+        "DELETE" => "deletecollection",
+        other => {
+            return Attributes::NonResource {
+                verb: other.to_ascii_lowercase(),
+                path: path.to_string(),
+            };
+        }
+    };
+    // `/api/v1/namespaces/<ns>` is in namespace <ns> itself, so a RoleBinding there can grant access to it.
+    let namespace = match (&parsed.namespace, parsed.group.as_str(), parsed.resource.as_str()) {
+        (Some(ns), _, _) => ns.clone(),
+        (None, "", "namespaces") => parsed.name.clone().unwrap_or_default(),
+        (None, _, _) => String::new(),
+    };
+    Attributes::Resource(ResourceAttributes {
+        verb: verb.into(),
+        group: parsed.group.clone(),
+        resource: parsed.resource.clone(),
+        subresource: parsed.subresource.clone().unwrap_or_default(),
+        namespace,
+        name,
+    })
 }
 
 fn injected_error(code: u16) -> ApiError {
@@ -319,6 +525,7 @@ fn verb_of(method: &Method, target: &Target, query: &Query) -> Option<&'static s
         ("GET", false, None) if query.flag("watch") => Some("watch"),
         ("GET", false, None) => Some("list"),
         ("POST", false, None) => Some("create"),
+        ("POST", true, Some("token")) => Some("create"),
         ("PUT", true, _) => Some("update"),
         ("PATCH", true, _) => Some("patch"),
         ("DELETE", true, None) => Some("delete"),
@@ -341,6 +548,7 @@ fn resolve(shared: &Shared, parsed: ResourcePath) -> Option<Target> {
             "status" => def.status_subresource,
             "scale" => def.scale.is_some(),
             "finalize" => def.group.is_empty() && def.plural == "namespaces",
+            "token" => def.group.is_empty() && def.plural == "serviceaccounts",
             _ => false,
         };
         if !ok {
@@ -378,6 +586,7 @@ fn non_resource(shared: &Shared, path: &str, headers: &HeaderMap) -> Option<Resp
         }
         "/api/v1" => json_value(200, &discovery::legacy_resource_list(&registry(), "", "v1")?, &[]),
         "/openapi/v3" => json_value(200, &openapi::index(&registry()), &[]),
+        "/openapi/v2" => with_content_type(200, openapi::v2_document(), openapi::V2_CONTENT_TYPE, &[]),
         "/openapi/v3/api/v1" => json_value(200, &openapi::document(&registry(), "", "v1")?, &[]),
         _ => {
             let segments: Vec<&str> = trimmed.trim_start_matches('/').split('/').collect();
@@ -429,6 +638,28 @@ fn hook_endpoint(shared: &Shared, method: &Method, path: &str, query: &Query, bo
                 .map(|r| GroupResource::new(query.get("group").unwrap_or(""), r));
             shared.hooks.cut_watches(resource);
             json_value(200, &json!({}), &[])
+        }
+        ("GET", "authz/decisions") => json_value(200, &json!(shared.decisions.rows()), &[]),
+        ("GET", "authz/forbidden") => json_value(200, &json!(shared.decisions.forbidden_responses()), &[]),
+        ("DELETE", "authz") => {
+            shared.decisions.clear();
+            json_value(200, &json!({}), &[])
+        }
+        ("POST", "tokens") => {
+            #[derive(serde::Deserialize)]
+            struct TokenFor {
+                user: String,
+                #[serde(default)]
+                groups: Vec<String>,
+            }
+            match serde_json::from_slice::<TokenFor>(body) {
+                Ok(request) => json_value(
+                    201,
+                    &json!({"token": shared.authn.mint_user(&request.user, &request.groups)}),
+                    &[],
+                ),
+                Err(err) => ApiError::bad_request(format!("invalid token request: {err}")).into_response(),
+            }
         }
         ("POST", "compact") => {
             shared.store.compact();

@@ -105,6 +105,8 @@ struct Inner {
     history: VecDeque<Arc<StoredEvent>>,
     history_capacity: usize,
     compacted_rv: u64,
+    /// Bumped by every write of an RBAC object, so the authorizer knows when to rebuild its snapshot.
+    rbac_generation: u64,
 }
 
 /// The shared store.
@@ -125,6 +127,7 @@ impl Store {
                 history: VecDeque::new(),
                 history_capacity: history_capacity.max(1),
                 compacted_rv: 1,
+                rbac_generation: 0,
             }),
             events,
         }
@@ -220,6 +223,11 @@ impl ReadView<'_> {
     /// The registry.
     pub fn registry(&self) -> &Registry {
         &self.inner.registry
+    }
+
+    /// A number that changes whenever a Role, ClusterRole or binding changes.
+    pub fn rbac_generation(&self) -> u64 {
+        self.inner.rbac_generation
     }
 
     /// One object.
@@ -344,8 +352,15 @@ impl Txn<'_> {
             .collect()
     }
 
+    fn note_rbac_change(&mut self, gr: &GroupResource) {
+        if gr.group == "rbac.authorization.k8s.io" {
+            self.inner.rbac_generation += 1;
+        }
+    }
+
     /// Stores `object` (created or changed), stamping a new resourceVersion; returns the stored object.
     pub fn put(&mut self, gr: &GroupResource, mut object: Value) -> Arc<Value> {
+        self.note_rbac_change(gr);
         self.inner.rv += 1;
         let rv = self.inner.rv;
         meta::set_resource_version(&mut object, rv);
@@ -387,6 +402,7 @@ impl Txn<'_> {
             .objects
             .get_mut(&resource)?
             .remove(&(namespace.to_string(), name.to_string()))?;
+        self.note_rbac_change(gr);
         self.inner.rv += 1;
         let rv = self.inner.rv;
         meta::set_resource_version(&mut last_state, rv);

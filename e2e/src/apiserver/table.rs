@@ -240,6 +240,34 @@ fn columns(def: &ResourceDef, version: &str) -> Vec<PrinterColumn> {
         Some(BuiltinKind::Role | BuiltinKind::ClusterRole | BuiltinKind::CustomResourceDefinition) => {
             cols.push(column("Created At", "date", "", AGE_DESCRIPTION, 0, ""));
         }
+        Some(BuiltinKind::Deployment) => {
+            cols.push(column(
+                "Ready",
+                "string",
+                "",
+                "Number of the pod with ready state",
+                0,
+                "",
+            ));
+            cols.push(column(
+                "Up-to-date",
+                "string",
+                "",
+                "Total number of non-terminated pods targeted by this deployment that have the desired template spec.",
+                0,
+                "",
+            ));
+            cols.push(column(
+                "Available",
+                "string",
+                "",
+                "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.",
+                0,
+                "",
+            ));
+            cols.push(age_column());
+        }
+        Some(_) => cols.push(age_column()),
     }
     cols
 }
@@ -322,6 +350,29 @@ fn builtin_cell(kind: BuiltinKind, column: &PrinterColumn, obj: &Value) -> Value
         (BuiltinKind::Secret, "Type") => str_at(obj, "/type").to_string(),
         (BuiltinKind::Namespace, "Status") => str_at(obj, "/status/phase").to_string(),
         (BuiltinKind::Lease, "Holder") => str_at(obj, "/spec/holderIdentity").to_string(),
+        (BuiltinKind::Deployment, "Ready") => {
+            let count = |key: &str| {
+                obj.pointer(&format!("/status/{key}"))
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0)
+            };
+            let wanted = obj.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
+            format!("{}/{wanted}", count("readyReplicas"))
+        }
+        (BuiltinKind::Deployment, "Up-to-date") => {
+            return json!(
+                obj.pointer("/status/updatedReplicas")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0)
+            );
+        }
+        (BuiltinKind::Deployment, "Available") => {
+            return json!(
+                obj.pointer("/status/availableReplicas")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0)
+            );
+        }
         (BuiltinKind::ServiceAccount, "Secrets") => {
             return json!(obj.get("secrets").and_then(Value::as_array).map_or(0, Vec::len));
         }

@@ -10,9 +10,13 @@ use axum::response::Response;
 use serde_json::{Value, json};
 
 use super::admission::{self, ApplyRequest, FieldValidation, WriteKind};
+use super::auth::escalation::{self, RbacWrite};
+use super::auth::owner_references::{self, OwnedWrite};
+use super::auth::{Access, Attributes, ResourceAttributes};
 use super::builtin;
 use super::convert;
 use super::crd;
+use super::fields::Shape;
 use super::http::json_value;
 use super::lifecycle;
 use super::meta;
@@ -23,6 +27,7 @@ use super::resources::{BuiltinKind, GroupResource, ResourceDef};
 use super::server::{Shared, Target};
 use super::status::{ApiError, Cause};
 use super::store::Txn;
+use super::strict;
 
 /// Options common to every write.
 #[derive(Clone, Debug)]
@@ -86,8 +91,17 @@ pub fn write_options(query: &Query, headers: &HeaderMap, options_kind: &str) -> 
     })
 }
 
-/// Decodes a JSON request body (no Content-Type is treated as JSON, as the Python client sends it).
-pub fn decode_json(def: &ResourceDef, version: &str, headers: &HeaderMap, body: &Bytes) -> Result<Value, ApiError> {
+/// Decodes a JSON request body (no Content-Type is treated as JSON, as the Python client sends it), applying
+/// strict field validation: unknown fields of built-in kinds and duplicate fields of any kind are refused
+/// under `Strict`, reported as warnings under `Warn` and dropped silently under `Ignore`. Unknown fields of
+/// custom resources are left to the CRD's pruning in admission. Returns the object and its warnings.
+pub fn decode_json(
+    def: &ResourceDef,
+    version: &str,
+    headers: &HeaderMap,
+    body: &Bytes,
+    validation: FieldValidation,
+) -> Result<(Value, Vec<String>), ApiError> {
     if content_type(headers) == protobuf::CONTENT_TYPE {
         if def.is_custom() || !protobuf::supports(&def.group, &def.kind) {
             return Err(ApiError::unsupported_media_type(&[
@@ -95,7 +109,7 @@ pub fn decode_json(def: &ResourceDef, version: &str, headers: &HeaderMap, body: 
                 "application/yaml",
             ]));
         }
-        return protobuf::decode(&def.group, &def.kind, body);
+        return Ok((protobuf::decode(&def.group, &def.kind, body)?, Vec::new()));
     }
     let cannot = |err: String| {
         ApiError::bad_request(format!(
@@ -106,13 +120,51 @@ pub fn decode_json(def: &ResourceDef, version: &str, headers: &HeaderMap, body: 
     if body.is_empty() {
         return Err(cannot("unexpected end of JSON input".into()));
     }
-    let value: Value = serde_json::from_slice(body).map_err(|e| cannot(e.to_string()))?;
+    let shape = builtin_shape(def, version).unwrap_or(&Shape::Untyped);
+    let (value, findings) = strict::decode(shape, body).map_err(|e| cannot(e.to_string()))?;
     if !value.is_object() {
         return Err(cannot(
             "json: cannot unmarshal into Go value of type map[string]interface{}".into(),
         ));
     }
-    Ok(value)
+    let warnings = match validation {
+        FieldValidation::Strict if !findings.is_empty() => return Err(cannot(findings.error_text())),
+        FieldValidation::Warn => findings.messages,
+        _ => Vec::new(),
+    };
+    Ok((value, warnings))
+}
+
+/// The schema shape of a built-in kind at a version (events.k8s.io events in their own field names).
+fn builtin_shape(def: &ResourceDef, version: &str) -> Option<&'static Shape> {
+    def.builtin()?;
+    Shape::builtin(&def.group, version, &def.kind)
+}
+
+/// Strict validation of a merge, JSON or strategic patch of a built-in kind: duplicate fields in the patch
+/// and unknown fields in the patched object (refused with a 422 on `patch` under `Strict`, warned under
+/// `Warn`); unknown fields are dropped from the patched object.
+fn validate_patched_builtin(
+    def: &ResourceDef,
+    version: &str,
+    body: &Bytes,
+    patched: &mut Value,
+    validation: FieldValidation,
+) -> Result<Vec<String>, ApiError> {
+    let Some(shape) = builtin_shape(def, version) else {
+        return Ok(Vec::new());
+    };
+    let mut messages = match strict::decode(&Shape::Untyped, body) {
+        Ok((_, findings)) => findings.messages,
+        Err(_) => Vec::new(),
+    };
+    messages.extend(strict::unknown_fields(shape, patched));
+    strict::prune_unknown(shape, patched);
+    match validation {
+        FieldValidation::Strict if !messages.is_empty() => Err(admission::strict_patch_error(patched, &messages)),
+        FieldValidation::Warn => Ok(messages),
+        _ => Ok(Vec::new()),
+    }
 }
 
 /// The namespace an object must be created in exists and is not terminating.
@@ -172,12 +224,26 @@ fn check_name(obj: &Value, url_name: &str) -> Result<(), ApiError> {
 pub struct Commit<'a> {
     /// The addressed resource.
     pub target: &'a Target,
+    /// Who writes, for the authorization checks of the write itself.
+    pub access: &'a Access,
+    /// Whether a create through this write (apply or PUT to a missing object) needs `create` permission on
+    /// top of the request's own verb, as kube-apiserver checks it.
+    pub create_needs_authorization: bool,
     /// Options of the request.
     pub opts: &'a WriteOptions,
     /// Whether managedFields were already computed (server-side apply).
     pub is_apply: bool,
     /// Whether the write is a merge, JSON or strategic patch.
     pub patch: bool,
+}
+
+impl Committed {
+    /// Puts warnings found before the commit (strict decoding) ahead of the commit's own.
+    fn with_warnings_first(mut self, mut first: Vec<String>) -> Self {
+        first.append(&mut self.warnings);
+        self.warnings = first;
+        self
+    }
 }
 
 /// The result of a committed write.
@@ -379,6 +445,10 @@ pub fn commit(txn: &mut Txn<'_>, c: &Commit<'_>, old: Option<Arc<Value>>, new: V
             patch: c.patch,
         };
         let warnings = admission::admit(def, &c.target.version, &mut new, kind)?;
+        if c.create_needs_authorization {
+            authorize_create_by_write(c, meta::name(&new))?;
+        }
+        authorize_write(txn, c, None, &new)?;
         if !c.is_apply {
             admission::track_update(def, &c.target.version, None, &mut new, &c.opts.manager, subresource)?;
         }
@@ -414,6 +484,7 @@ pub fn commit(txn: &mut Txn<'_>, c: &Commit<'_>, old: Option<Arc<Value>>, new: V
         patch: c.patch,
     };
     let warnings = admission::admit(def, &c.target.version, &mut new, kind)?;
+    authorize_write(txn, c, Some(&old), &new)?;
     if !c.is_apply {
         admission::track_update(
             def,
@@ -461,6 +532,57 @@ pub fn commit(txn: &mut Txn<'_>, c: &Commit<'_>, old: Option<Arc<Value>>, new: V
     })
 }
 
+/// The `create` check of an apply or PUT that creates (`withAuthorization` in the patch and update handlers):
+/// its Forbidden carries the empty RBAC reason after "forbidden: ".
+fn authorize_create_by_write(c: &Commit<'_>, name: &str) -> Result<(), ApiError> {
+    let create = Attributes::Resource(ResourceAttributes {
+        verb: "create".into(),
+        group: c.target.def.group.clone(),
+        resource: c.target.def.plural.clone(),
+        subresource: c.target.subresource.clone().unwrap_or_default(),
+        namespace: c.target.namespace_key().to_string(),
+        name: name.to_string(),
+    });
+    let decision = c.access.authorize(&create);
+    if decision.allowed {
+        Ok(())
+    } else {
+        Err(ApiError::forbidden(&c.target.gr(), name, &decision.reason))
+    }
+}
+
+/// The authorization checks kube-apiserver makes on the written object itself: RBAC privilege escalation
+/// for Roles and bindings, and owner-reference permissions for every kind.
+fn authorize_write(txn: &Txn<'_>, c: &Commit<'_>, old: Option<&Value>, new: &Value) -> Result<(), ApiError> {
+    if c.access.user.is_master() {
+        return Ok(());
+    }
+    let def = &c.target.def;
+    if def.group == "rbac.authorization.k8s.io" && c.target.subresource.is_none() {
+        escalation::check(
+            c.access,
+            &RbacWrite {
+                kind: &def.kind,
+                request_name: c.target.name.as_deref().unwrap_or_default(),
+                namespace: c.target.namespace_key(),
+                old,
+                new,
+            },
+        )?;
+    }
+    owner_references::check(
+        c.access,
+        txn.registry(),
+        &OwnedWrite {
+            resource: &def.group_resource(),
+            subresource: c.target.subresource.as_deref().unwrap_or_default(),
+            namespace: c.target.namespace_key(),
+            old,
+            new,
+        },
+    )
+}
+
 fn respond(target: &Target, committed: Committed) -> Response {
     let out = convert::to_output(&target.def, &target.version, &committed.object);
     json_value(committed.code, &out, &committed.warnings)
@@ -469,13 +591,14 @@ fn respond(target: &Target, committed: Committed) -> Response {
 /// `POST` to a collection.
 pub fn create(
     shared: &Shared,
+    access: &Access,
     target: &Target,
     query: &Query,
     headers: &HeaderMap,
     body: &Bytes,
 ) -> Result<Response, ApiError> {
     let opts = write_options(query, headers, "CreateOptions")?;
-    let decoded = decode_json(&target.def, &target.version, headers, body)?;
+    let (decoded, decode_warnings) = decode_json(&target.def, &target.version, headers, body, opts.field_validation)?;
     let mut obj = convert::to_storage(&target.def, decoded);
     fill_namespace(target, &mut obj)?;
     if !meta::resource_version(&obj).is_empty() {
@@ -495,6 +618,8 @@ pub fn create(
     }
     let commit_spec = Commit {
         target,
+        access,
+        create_needs_authorization: false,
         opts: &opts,
         is_apply: false,
         patch: false,
@@ -509,7 +634,7 @@ pub fn create(
         check_namespace_for_create(txn, target, meta::name(&obj))?;
         commit(txn, &commit_spec, None, obj)
     })?;
-    Ok(respond(target, committed))
+    Ok(respond(target, committed.with_warnings_first(decode_warnings)))
 }
 
 fn missing_resource_version(target: &Target, name: &str) -> ApiError {
@@ -533,6 +658,7 @@ fn missing_resource_version(target: &Target, name: &str) -> ApiError {
 /// `PUT` of an object or subresource.
 pub fn update(
     shared: &Shared,
+    access: &Access,
     target: &Target,
     query: &Query,
     headers: &HeaderMap,
@@ -540,12 +666,14 @@ pub fn update(
 ) -> Result<Response, ApiError> {
     let opts = write_options(query, headers, "UpdateOptions")?;
     let name = target.name.clone().unwrap_or_default();
-    let decoded = decode_json(&target.def, &target.version, headers, body)?;
+    let (decoded, decode_warnings) = decode_json(&target.def, &target.version, headers, body, opts.field_validation)?;
     let mut obj = convert::to_storage(&target.def, decoded);
     check_name(&obj, &name)?;
     fill_namespace(target, &mut obj)?;
     let commit_spec = Commit {
         target,
+        access,
+        create_needs_authorization: true,
         opts: &opts,
         is_apply: false,
         patch: false,
@@ -570,7 +698,7 @@ pub fn update(
         }
         commit(txn, &commit_spec, Some(old), obj)
     })?;
-    Ok(respond(target, committed))
+    Ok(respond(target, committed.with_warnings_first(decode_warnings)))
 }
 
 fn decode_patch_body(patch_type: PatchType, body: &Bytes) -> Result<Value, ApiError> {
@@ -586,6 +714,7 @@ fn decode_patch_body(patch_type: PatchType, body: &Bytes) -> Result<Value, ApiEr
 /// `PATCH` of an object or subresource, including server-side apply.
 pub fn patch(
     shared: &Shared,
+    access: &Access,
     target: &Target,
     query: &Query,
     headers: &HeaderMap,
@@ -628,10 +757,13 @@ pub fn patch(
     let patch_body = decode_patch_body(patch_type, body)?;
     let commit_spec = Commit {
         target,
+        access,
+        create_needs_authorization: true,
         opts: &opts,
         is_apply: patch_type == PatchType::Apply,
         patch: patch_type != PatchType::Apply,
     };
+    let mut patch_warnings = Vec::new();
     let committed = shared.store.write(|txn| {
         let old = txn.get(&target.gr(), target.namespace_key(), &name);
         if patch_type == PatchType::Apply {
@@ -648,6 +780,9 @@ pub fn patch(
         if !patched.is_object() {
             return Err(ApiError::bad_request("the patched object is not a JSON object"));
         }
+        let mut patched = patched;
+        patch_warnings =
+            validate_patched_builtin(&target.def, &target.version, body, &mut patched, opts.field_validation)?;
         check_name(&patched, &name)?;
         let rv = meta::resource_version(&patched);
         if !rv.is_empty() && rv != meta::resource_version(&old) {
@@ -657,7 +792,7 @@ pub fn patch(
         fill_namespace(target, &mut new)?;
         commit(txn, &commit_spec, Some(old), new)
     })?;
-    Ok(respond(target, committed))
+    Ok(respond(target, committed.with_warnings_first(patch_warnings)))
 }
 
 fn apply_patch(

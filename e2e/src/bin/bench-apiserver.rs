@@ -89,7 +89,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     })
     .await?;
     let base = server.url().to_string();
-    let http = reqwest::Client::new();
+    let http = server.http_client(e2e::apiserver::auth::ADMIN_TOKEN);
     let collection = format!("{base}/api/v1/namespaces/default/configmaps");
 
     let mut creates = Vec::with_capacity(args.objects);

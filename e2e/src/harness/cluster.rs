@@ -105,6 +105,47 @@ impl TestCluster {
         self.emulator.is_some()
     }
 
+    /// Writes a copy of the test's kubeconfig that authenticates with `token` instead (a ServiceAccount's, a
+    /// tenant's).
+    pub fn write_kubeconfig_for_token(&self, path: &Path, token: &str) {
+        let mut kubeconfig = Kubeconfig::read_from(&self.kubeconfig).expect("read kubeconfig");
+        let current = kubeconfig.current_context.clone().unwrap_or_default();
+        let user = kubeconfig
+            .contexts
+            .iter()
+            .find(|c| c.name == current)
+            .and_then(|c| c.context.as_ref())
+            .and_then(|c| c.user.clone())
+            .unwrap_or_default();
+        for named in &mut kubeconfig.auth_infos {
+            if named.name == user {
+                named.auth_info = Some(kube::config::AuthInfo {
+                    token: Some(token.to_string().into()),
+                    ..kube::config::AuthInfo::default()
+                });
+            }
+        }
+        let text = serde_saphyr::to_string(&kubeconfig).expect("serialize kubeconfig");
+        std::fs::write(path, text).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+    }
+
+    /// Mints a token for a user the test plays (a tenant) and returns a kubectl acting as that user
+    /// (emulator only: a real cluster's users come from its own identity provider).
+    pub fn kubectl_as(&self, user: &str, groups: &[&str]) -> Kubectl {
+        let token = self.emulator().mint_token(user, groups);
+        let path = self
+            .dir
+            .path()
+            .join(format!("kubeconfig-user-{user}").replace([':', '/'], "-"));
+        self.write_kubeconfig_for_token(&path, &token);
+        let home = self
+            .dir
+            .path()
+            .join(format!("home-user-{user}").replace([':', '/'], "-"));
+        std::fs::create_dir_all(&home).expect("create kubectl home");
+        Kubectl::new(&path, &home)
+    }
+
     /// Installs CRDs by server-side apply and waits until each is Established.
     pub async fn install_crds(&self, crds: &[CustomResourceDefinition]) {
         if let Err(error) = install_crds(&self.client, "e2e-harness", crds).await {

@@ -2,6 +2,9 @@
 //!
 //! Its log goes to a file in the test's scratch directory and is printed when a test fails while the
 //! process is alive, so a hang or a wrong condition comes with the operator's own account of events.
+//!
+//! It runs as the shipped ServiceAccount (the RBAC of `manifests/default`, or of the overlay a test names),
+//! and the test fails when the API server answered the manager with a Forbidden the test did not expect.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -9,8 +12,42 @@ use std::time::Duration;
 
 use tokio::process::{Child, Command};
 
+use std::sync::Arc;
+
 use super::cluster::TestCluster;
+use super::install::OperatorIdentity;
 use super::wait::{Deadline, wait_until};
+use crate::apiserver::auth::{DecisionLog, ForbiddenResponse};
+
+/// Who the manager authenticates as.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Identity {
+    /// The ServiceAccount and RBAC of a kustomize overlay under `manifests/` (`default` unless a test names
+    /// another), installed with kubectl before the manager starts.
+    Shipped {
+        /// The overlay directory under `manifests/`.
+        overlay: String,
+    },
+    /// The cluster admin of the test's kubeconfig (only for tests about a missing install, say why).
+    ClusterAdmin,
+}
+
+impl Identity {
+    /// The shipped identity of `manifests/<overlay>`.
+    pub fn overlay(overlay: &str) -> Self {
+        Identity::Shipped {
+            overlay: overlay.to_string(),
+        }
+    }
+}
+
+impl Default for Identity {
+    fn default() -> Self {
+        Identity::Shipped {
+            overlay: "default".into(),
+        }
+    }
+}
 
 /// Extra settings for one manager process.
 #[derive(Clone, Debug, Default)]
@@ -19,6 +56,10 @@ pub struct ManagerOptions {
     pub args: Vec<String>,
     /// Extra environment variables.
     pub env: Vec<(String, String)>,
+    /// Who the manager runs as.
+    pub identity: Identity,
+    /// Forbidden answers the test provokes on purpose: any 403 whose message contains one of these is allowed.
+    pub expected_forbidden: Vec<String>,
 }
 
 /// A running `manager`.
@@ -30,6 +71,9 @@ pub struct ManagerProcess {
     options: ManagerOptions,
     log_dir: PathBuf,
     starts: u32,
+    /// The user the manager authenticates as, and the emulator's decision log to check its answers in.
+    audit: Option<(String, Arc<DecisionLog>)>,
+    pod_namespace: Option<String>,
 }
 
 /// Path of the `manager` binary built by cargo (`target/<profile>/manager`, beside the test executable).
@@ -58,19 +102,51 @@ fn free_port() -> u16 {
 }
 
 impl ManagerProcess {
-    /// Starts the manager against `cluster` and waits until `/readyz` answers 200 (caches synced).
+    /// Starts the manager against `cluster` as the identity `options` name and waits until `/readyz` answers 200
+    /// (caches synced).
     pub async fn start(cluster: &TestCluster, options: ManagerOptions) -> Self {
+        let identity: Option<OperatorIdentity> = match &options.identity {
+            Identity::Shipped { overlay } => Some(cluster.install_operator_identity(overlay).await),
+            Identity::ClusterAdmin => None,
+        };
+        let kubeconfig = identity
+            .as_ref()
+            .map_or_else(|| cluster.kubeconfig().to_path_buf(), |i| i.kubeconfig.clone());
+        let audit = match (&identity, cluster.is_emulated()) {
+            (Some(identity), true) => Some((identity.user.clone(), cluster.emulator().decision_log())),
+            _ => None,
+        };
         let mut process = Self {
             child: None,
             log_path: PathBuf::new(),
             metrics_url: String::new(),
-            kubeconfig: cluster.kubeconfig().to_path_buf(),
+            kubeconfig,
             options,
             log_dir: cluster.dir().to_path_buf(),
             starts: 0,
+            audit,
+            pod_namespace: identity.map(|i| i.namespace),
         };
         process.spawn().await;
         process
+    }
+
+    /// Declares Forbidden answers the test provoked on purpose (any whose message contains `substring`), so the
+    /// harness does not fail the test for them.
+    pub fn expect_forbidden(&mut self, substring: &str) {
+        self.options.expected_forbidden.push(substring.to_string());
+    }
+
+    /// The Forbidden answers the manager got so far that the test did not declare as expected.
+    pub fn unexpected_forbidden(&self) -> Vec<ForbiddenResponse> {
+        let Some((user, log)) = &self.audit else {
+            return Vec::new();
+        };
+        log.forbidden_responses()
+            .into_iter()
+            .filter(|f| &f.user == user)
+            .filter(|f| !self.options.expected_forbidden.iter().any(|e| f.message.contains(e)))
+            .collect()
     }
 
     async fn spawn(&mut self) {
@@ -87,6 +163,7 @@ impl ManagerProcess {
             .arg("--log-format=text")
             .args(&self.options.args)
             .env("KUBECONFIG", &self.kubeconfig)
+            .envs(self.pod_namespace.iter().map(|ns| ("POD_NAMESPACE", ns.as_str())))
             .env(
                 "LOG_LEVEL",
                 std::env::var("E2E_MANAGER_LOG_LEVEL").unwrap_or_else(|_| "info,controllers=debug".into()),
@@ -182,6 +259,23 @@ fn tail(path: &Path, lines: usize) -> String {
 
 impl Drop for ManagerProcess {
     fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let refused = self.unexpected_forbidden();
+            if !refused.is_empty() {
+                if let Some(child) = self.child.as_mut() {
+                    let _ = child.start_kill();
+                }
+                let lines: Vec<String> = refused
+                    .iter()
+                    .map(|f| format!("  {} {}: {}", f.method, f.path, f.message))
+                    .collect();
+                panic!(
+                    "the manager was answered Forbidden {} time(s) under the shipped RBAC:\n{}",
+                    refused.len(),
+                    lines.join("\n")
+                );
+            }
+        }
         if std::thread::panicking() {
             eprintln!(
                 "----- manager log ({}) -----\n{}\n----- end of manager log -----",

@@ -6,11 +6,13 @@
 //! injection then fail with a message saying so).
 
 pub mod cluster;
+pub mod install;
 pub mod kubectl;
 pub mod manager;
 pub mod wait;
 
 pub use cluster::TestCluster;
+pub use install::{OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, OperatorIdentity};
 pub use kubectl::Kubectl;
-pub use manager::{ManagerOptions, ManagerProcess};
+pub use manager::{Identity, ManagerOptions, ManagerProcess};
 pub use wait::{Deadline, wait_until};

@@ -40,10 +40,10 @@ impl Env {
         let kubeconfig = dir.join("kubeconfig");
         server.write_kubeconfig(&kubeconfig).expect("kubeconfig written");
         Env {
-            server,
             dir,
             kubeconfig,
-            http: reqwest::Client::new(),
+            http: server.http_client(e2e::apiserver::auth::ADMIN_TOKEN),
+            server,
         }
     }
 

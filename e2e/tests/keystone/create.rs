@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use e2e::harness::{Deadline, ManagerOptions, ManagerProcess, TestCluster, wait_until};
+use e2e::harness::{Deadline, Identity, ManagerOptions, ManagerProcess, TestCluster, wait_until};
 use e2e::keystone::sample::{self, prepare_for_sample};
 use e2e::keystone::shared;
 use jiff::{SignedDuration, Timestamp};
@@ -242,7 +242,8 @@ async fn the_seed_sample_becomes_ready_in_an_environment_prepared_like_the_sandb
         &cluster,
         ManagerOptions {
             args: vec!["--controllers=keystoneapplicationcredential".into()],
-            env: Vec::new(),
+            identity: Identity::overlay("overlays/keystoneapplicationcredential"),
+            ..ManagerOptions::default()
         },
     )
     .await;

@@ -3,7 +3,7 @@
 //! at a breakable proxy in front of it), and the real `manager` running the controller.
 
 use crds::keystone::KeystoneApplicationCredential;
-use e2e::harness::{Deadline, ManagerOptions, ManagerProcess, TestCluster, wait_until};
+use e2e::harness::{Deadline, Identity, ManagerOptions, ManagerProcess, TestCluster, wait_until};
 use e2e::keystone::sample::{install_keystone_api_crd, publish_keystone_api, write_password_secret};
 use e2e::keystone::{KeystoneAdmin, KeystoneProxy, KeystoneServer, ServiceAccount, shared};
 use k8s_openapi::api::core::v1::Secret;
@@ -130,7 +130,17 @@ impl World {
     pub async fn start_manager(&mut self, extra: Vec<String>) {
         let mut args = vec!["--controllers=keystoneapplicationcredential".to_string()];
         args.extend(extra);
-        self.manager = Some(ManagerProcess::start(&self.cluster, ManagerOptions { args, env: Vec::new() }).await);
+        self.manager = Some(
+            ManagerProcess::start(
+                &self.cluster,
+                ManagerOptions {
+                    args,
+                    identity: Identity::overlay("overlays/keystoneapplicationcredential"),
+                    ..ManagerOptions::default()
+                },
+            )
+            .await,
+        );
     }
 
     /// The running manager.

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crds::nebari::NebariApp;
 use e2e::fixtures::{standins, third_party_crds};
-use e2e::harness::{Deadline, ManagerOptions, ManagerProcess, TestCluster, wait_until};
+use e2e::harness::{Deadline, Identity, ManagerOptions, ManagerProcess, TestCluster, wait_until};
 use e2e::keycloak::{EmulatorConfig, EmulatorHandle, KeycloakEmulator};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{Namespace, Secret, Service, ServicePort, ServiceSpec};
@@ -58,7 +58,13 @@ pub struct Setup {
     pub cluster_issuer: bool,
     /// Start the manager.
     pub manager: bool,
+    /// Run the manager as the namespaced install (`manifests/overlays/namespaced`: Roles only, watching the
+    /// overlay's example namespace, which then is the test's namespace).
+    pub namespaced: bool,
 }
+
+/// The namespace the namespaced overlay watches.
+pub const NAMESPACED_INSTALL_NAMESPACE: &str = "tenant-a";
 
 impl Default for Setup {
     fn default() -> Self {
@@ -67,6 +73,7 @@ impl Default for Setup {
             service: true,
             cluster_issuer: false,
             manager: true,
+            namespaced: false,
         }
     }
 }
@@ -81,6 +88,8 @@ pub struct World {
     pub cluster: TestCluster,
     /// The test's (app) namespace.
     pub namespace: String,
+    /// Whether the manager runs as the namespaced install.
+    pub namespaced: bool,
 }
 
 fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
@@ -161,12 +170,18 @@ impl World {
         cluster.install_crds(&all).await;
         cluster.create_namespace_named(GATEWAY_NAMESPACE, &[]).await;
         cluster.create_namespace_named(ADMIN_SECRET_NAMESPACE, &[]).await;
-        let namespace = cluster.create_namespace("team").await;
+        let namespace = if setup.namespaced {
+            cluster.create_namespace_named(NAMESPACED_INSTALL_NAMESPACE, &[]).await;
+            NAMESPACED_INSTALL_NAMESPACE.to_string()
+        } else {
+            cluster.create_namespace("team").await
+        };
         let mut world = World {
             manager: None,
             keycloak,
             cluster,
             namespace,
+            namespaced: setup.namespaced,
         };
         world.write_admin_secret().await;
         world.create_gateways().await;
@@ -197,18 +212,40 @@ impl World {
         if cluster_issuer {
             args.push(format!("--nebari-cluster-issuer={CLUSTER_ISSUER}"));
         }
+        if self.namespaced {
+            args.push(format!("--watch-namespace={NAMESPACED_INSTALL_NAMESPACE}"));
+        }
         args
     }
 
     /// Starts the manager running only the NebariApp controller.
     pub async fn start_manager(&mut self, cluster_issuer: bool) {
         let args = self.manager_args(cluster_issuer);
-        self.manager = Some(ManagerProcess::start(&self.cluster, ManagerOptions { args, env: Vec::new() }).await);
+        self.manager = Some(
+            ManagerProcess::start(
+                &self.cluster,
+                ManagerOptions {
+                    args,
+                    identity: Identity::overlay(if self.namespaced {
+                        "overlays/namespaced"
+                    } else {
+                        "overlays/nebariapp"
+                    }),
+                    ..ManagerOptions::default()
+                },
+            )
+            .await,
+        );
     }
 
     /// The running manager.
     pub fn manager(&self) -> &ManagerProcess {
         self.manager.as_ref().expect("the manager was started")
+    }
+
+    /// The running manager, to change what the harness expects of it.
+    pub fn manager_mut(&mut self) -> &mut ManagerProcess {
+        self.manager.as_mut().expect("the manager was started")
     }
 
     async fn write_admin_secret(&self) {

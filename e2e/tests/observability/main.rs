@@ -2,7 +2,7 @@
 //! Lease while it runs and releases it on SIGTERM; the admin endpoints answer.
 
 use e2e::fixtures::prometheus::Prometheus;
-use e2e::harness::{Deadline, ManagerOptions, ManagerProcess, TestCluster, wait_until};
+use e2e::harness::{Deadline, ManagerOptions, ManagerProcess, OPERATOR_NAMESPACE, TestCluster, wait_until};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::Api;
 
@@ -69,13 +69,14 @@ async fn the_leader_lease_is_held_while_running_and_released_on_sigterm() {
     let options = ManagerOptions {
         args: vec![
             "--leader-elect".into(),
-            "--leader-election-namespace=default".into(),
+            format!("--leader-election-namespace={OPERATOR_NAMESPACE}"),
             "--leader-election-id=observability-test".into(),
         ],
         env: vec![("POD_NAME".into(), "manager-under-test".into())],
+        ..ManagerOptions::default()
     };
     let mut manager = ManagerProcess::start(&cluster, options).await;
-    let leases: Api<Lease> = Api::namespaced(cluster.client(), "default");
+    let leases: Api<Lease> = Api::namespaced(cluster.client(), OPERATOR_NAMESPACE);
     // Readiness does not wait for leadership (a standby is ready too), so the Lease may still be on its way.
     let holder_source = leases.clone();
     wait_until("the manager to hold the lease", Deadline::secs(20), || {

@@ -15,8 +15,10 @@ use kube::api::{ObjectMeta, PostParams};
 use crate::support::Env;
 
 async fn kube_client(server: &e2e::apiserver::ServerHandle) -> kube::Client {
-    let config = kube::Config::new(server.url().parse().expect("emulator URL"));
-    kube::Client::try_from(config).expect("kube client")
+    server
+        .kube_client(e2e::apiserver::auth::ADMIN_TOKEN)
+        .await
+        .expect("kube client")
 }
 
 fn token_secret(token: &str) -> Secret {

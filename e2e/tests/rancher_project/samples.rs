@@ -2,7 +2,7 @@
 //! (what the sandbox runs): the plugin-shaped sample becomes Ready with carol pending, the original operator's
 //! 0.0.3 example becomes Ready as it is, and the inventory reports its cluster.
 
-use e2e::harness::{Deadline, ManagerOptions, ManagerProcess, TestCluster, wait_until};
+use e2e::harness::{Deadline, Identity, ManagerOptions, ManagerProcess, TestCluster, wait_until};
 use e2e::rancher::{ProjectSandboxOptions, sandbox_prepare};
 use kube::api::Api;
 use kube::core::DynamicObject;
@@ -30,7 +30,15 @@ async fn the_samples_reconcile_in_the_sandbox_surroundings() {
         "--rancher-resync-interval-seconds=2".to_string(),
     ];
     args.extend(env.manager_args());
-    let _manager = ManagerProcess::start(&cluster, ManagerOptions { args, env: Vec::new() }).await;
+    let _manager = ManagerProcess::start(
+        &cluster,
+        ManagerOptions {
+            args,
+            identity: Identity::overlay("overlays/managedrancherproject"),
+            ..ManagerOptions::default()
+        },
+    )
+    .await;
     let samples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../manifests/samples");
     for file in [
         "waldur_v1alpha1_managedrancherproject.yaml",

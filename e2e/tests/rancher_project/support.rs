@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use e2e::harness::{Deadline, ManagerOptions, ManagerProcess, TestCluster, wait_until};
+use e2e::harness::{Deadline, Identity, ManagerOptions, ManagerProcess, TestCluster, wait_until};
 use e2e::rancher::{ProjectSandbox, ProjectSandboxOptions, sandbox_prepare};
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
@@ -201,7 +201,17 @@ impl World {
     /// Starts the manager.
     pub async fn start_manager(&mut self, extra: Vec<String>) {
         let args = self.manager_args(extra);
-        self.manager = Some(ManagerProcess::start(&self.cluster, ManagerOptions { args, env: Vec::new() }).await);
+        self.manager = Some(
+            ManagerProcess::start(
+                &self.cluster,
+                ManagerOptions {
+                    args,
+                    identity: Identity::overlay("overlays/managedrancherproject"),
+                    ..ManagerOptions::default()
+                },
+            )
+            .await,
+        );
     }
 
     /// The running manager.

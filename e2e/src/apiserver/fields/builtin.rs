@@ -59,6 +59,22 @@ fn overrides() -> Overrides {
         ("io.k8s.api.core.v1.ServiceAccount", "secrets"),
         map_list(&["name"], &[]),
     );
+    // Deployments and their pod template (`k8s.io/api/core/v1` list types).
+    for (definition, field, keys) in [
+        ("io.k8s.api.core.v1.PodSpec", "containers", &["name"][..]),
+        ("io.k8s.api.core.v1.PodSpec", "initContainers", &["name"][..]),
+        ("io.k8s.api.core.v1.PodSpec", "volumes", &["name"][..]),
+        ("io.k8s.api.core.v1.PodSpec", "imagePullSecrets", &["name"][..]),
+        ("io.k8s.api.core.v1.Container", "env", &["name"][..]),
+        ("io.k8s.api.core.v1.Container", "volumeMounts", &["mountPath"][..]),
+        ("io.k8s.api.apps.v1.DeploymentStatus", "conditions", &["type"][..]),
+    ] {
+        table.insert((definition, field), map_list(keys, &[]));
+    }
+    table.insert(
+        ("io.k8s.api.core.v1.Container", "ports"),
+        map_list(&["containerPort", "protocol"], &[("protocol", json!("TCP"))]),
+    );
     table.insert(
         (
             "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionStatus",
@@ -96,7 +112,7 @@ pub(crate) fn object_meta() -> &'static Shape {
 type Gvk = (&'static str, &'static str, &'static str);
 
 static BUILTINS: LazyLock<Vec<(Gvk, Shape)>> = LazyLock::new(|| {
-    use k8s_openapi::api::{coordination, core, events, rbac};
+    use k8s_openapi::api::{apps, coordination, core, events, rbac};
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions;
     let meta = Some(object_meta());
     vec![
@@ -131,6 +147,7 @@ static BUILTINS: LazyLock<Vec<(Gvk, Shape)>> = LazyLock::new(|| {
             ("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
             shape_of::<apiextensions::v1::CustomResourceDefinition>(meta),
         ),
+        (("apps", "v1", "Deployment"), shape_of::<apps::v1::Deployment>(meta)),
     ]
 });
 
@@ -161,6 +178,12 @@ pub(crate) fn zero_object(api_version: &str, kind: &str) -> Value {
             "deprecatedLastTimestamp": null
         }),
         ("coordination.k8s.io", "Lease") => json!({"metadata": meta, "spec": {}}),
+        ("apps", "Deployment") => json!({
+            "metadata": meta,
+            "spec": {"selector": null, "template": {"metadata": {"creationTimestamp": null}, "spec": {"containers": null}},
+                     "strategy": {}},
+            "status": {}
+        }),
         ("rbac.authorization.k8s.io", "Role" | "ClusterRole") => json!({"metadata": meta, "rules": null}),
         ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => {
             json!({"metadata": meta, "roleRef": {"apiGroup": "", "kind": "", "name": ""}})
@@ -202,7 +225,7 @@ mod tests {
             assert_eq!(at(shape, &["metadata"]), object_meta(), "{kind} metadata");
             assert_eq!(at(shape, &["apiVersion"]), &Shape::Scalar);
         }
-        assert!(Shape::builtin("apps", "v1", "Deployment").is_none());
+        assert!(Shape::builtin("batch", "v1", "Job").is_none());
     }
 
     #[test]

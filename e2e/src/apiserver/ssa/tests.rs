@@ -767,8 +767,10 @@ fn create_by_post_marks_created_nodes() {
     );
     // A custom resource starts from an empty object, so spec gets "." too.
     let shape = deployment();
-    let mut d = Cluster::new("apps/v1", "Deployment", &shape);
-    d.update("op", T0, |o| *o = deploy(json!({"replicas": 1})));
+    let mut d = Cluster::new("example.com/v1", "Gizmo", &shape);
+    d.update("op", T0, |o| {
+        *o = json!({"apiVersion": "example.com/v1", "kind": "Gizmo", "metadata": {"name": "d"}, "spec": {"replicas": 1}})
+    });
     assert_eq!(d.owned("op", "Update"), r#"{"f:spec":{".":{},"f:replicas":{}}}"#);
 }
 

@@ -7,6 +7,7 @@
 //! ObjectMeta problems from both, and so does this (the aggregate message drops the repeats).
 
 mod config_map;
+mod deployment;
 mod event;
 mod lease;
 mod namespace;
@@ -38,6 +39,7 @@ enum Kind {
     RoleBinding,
     ClusterRoleBinding,
     CustomResourceDefinition,
+    Deployment,
 }
 
 impl Kind {
@@ -56,6 +58,7 @@ impl Kind {
             ("rbac.authorization.k8s.io", "RoleBinding") => Kind::RoleBinding,
             ("rbac.authorization.k8s.io", "ClusterRoleBinding") => Kind::ClusterRoleBinding,
             ("apiextensions.k8s.io", "CustomResourceDefinition") => Kind::CustomResourceDefinition,
+            ("apps", "Deployment") => Kind::Deployment,
             _ => return None,
         })
     }
@@ -106,6 +109,7 @@ fn validate_create(kind: Kind, obj: &Value) -> Vec<FieldError> {
         Kind::Role | Kind::ClusterRole => rbac::validate_role(obj, kind == Kind::Role),
         Kind::RoleBinding | Kind::ClusterRoleBinding => rbac::validate_binding(obj, kind == Kind::RoleBinding),
         Kind::CustomResourceDefinition => definition::validate_crd(obj),
+        Kind::Deployment => deployment::validate(obj),
     }
 }
 
@@ -135,6 +139,11 @@ fn validate_update(kind: Kind, new: &Value, old: &Value) -> Vec<FieldError> {
             rbac::validate_binding_update(new, old, kind == Kind::RoleBinding)
         }
         Kind::CustomResourceDefinition => definition::validate_crd_update(new, old),
+        Kind::Deployment => {
+            let mut errs = object_meta::validate_object_meta_update(new, old);
+            errs.extend(deployment::validate(new));
+            errs
+        }
     }
 }
 
