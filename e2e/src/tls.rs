@@ -136,6 +136,8 @@ pub async fn serve_https(listener: TcpListener, router: Router, acceptor: TlsAcc
                 }
             },
         };
+        // Small answers (a watch event, a Status) must not wait for Nagle's algorithm.
+        let _ = stream.set_nodelay(true);
         let acceptor = acceptor.clone();
         let router = router.clone();
         let stop = shutdown.clone();

@@ -8,6 +8,7 @@
 //! ([`metadata`]), and expose metrics, probes and leader election ([`metrics`], [`admin`], [`leader`]). It
 //! knows no CRD of ours.
 
+pub mod access;
 pub mod admin;
 pub mod backoff;
 pub mod children;

@@ -56,3 +56,48 @@ impl WatchedNamespaces {
         Ok(items)
     }
 }
+
+/// Lists a kind across **every** namespace when the manager may (a cluster-wide install, also with
+/// `--watch-namespace`), else across the watched namespaces (a namespaced install, Roles only). For reads that
+/// count what all objects of a kind want, whichever of them this manager reconciles. The answer to "may it?"
+/// is asked once (SelfSubjectAccessReview), so a namespaced install is never answered Forbidden.
+#[derive(Debug, Default)]
+pub struct WidestList {
+    cluster_wide: tokio::sync::OnceCell<bool>,
+}
+
+impl WidestList {
+    /// The objects, and whether they come from every namespace.
+    pub async fn list<K>(
+        &self,
+        client: &Client,
+        namespaces: &WatchedNamespaces,
+        params: &ListParams,
+    ) -> Result<(Vec<K>, bool), kube::Error>
+    where
+        K: Resource<DynamicType = (), Scope = NamespaceResourceScope> + Clone + DeserializeOwned + std::fmt::Debug,
+    {
+        let cluster_wide = namespaces.is_all()
+            || *self
+                .cluster_wide
+                .get_or_try_init(|| async {
+                    let allowed =
+                        crate::access::may_cluster_wide(client, "list", &K::group(&()), &K::plural(&())).await?;
+                    if !allowed {
+                        tracing::warn!(
+                            kind = %K::kind(&()),
+                            "the manager may not list this kind cluster-wide (a namespaced install): reads spanning \
+                             every object of it cover the watched namespaces only"
+                        );
+                    }
+                    Ok::<bool, kube::Error>(allowed)
+                })
+                .await?;
+        let scope = if cluster_wide {
+            WatchedNamespaces::default()
+        } else {
+            namespaces.clone()
+        };
+        Ok((scope.list(client, params).await?, cluster_wide))
+    }
+}

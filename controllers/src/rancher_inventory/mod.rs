@@ -16,6 +16,7 @@ use framework::ReconcileError;
 use framework::clock::{Clock, SystemClock};
 use framework::conditions::{self, ConditionUpdate, READY};
 use framework::events::Severity;
+use framework::namespaces::WidestList;
 use framework::runner::{Context, Outcome, Reconciler, Runtime};
 use framework::status::{Precondition, write_if_changed};
 use jiff::{SignedDuration, Timestamp};
@@ -40,6 +41,8 @@ const MIN_INTERVAL_SECONDS: i64 = 10;
 pub struct InventoryController {
     rancher: Option<RancherClient>,
     clock: Arc<dyn Clock>,
+    /// Every namespace's ManagedRancherProjects tell managed projects from unmanaged ones.
+    objects: WidestList,
 }
 
 impl InventoryController {
@@ -56,6 +59,7 @@ impl InventoryController {
         Ok(Self {
             rancher,
             clock: Arc::new(SystemClock),
+            objects: WidestList::default(),
         })
     }
 
@@ -67,9 +71,9 @@ impl InventoryController {
         let cluster = &rpi.spec.cluster_id;
         let projects = rancher.list_projects(cluster).await?;
         let namespaces = rancher.list_namespaces(cluster, None).await?;
-        let objects = ctx
-            .namespaces
-            .list::<ManagedRancherProject>(&ctx.client, &ListParams::default())
+        let (objects, _) = self
+            .objects
+            .list::<ManagedRancherProject>(&ctx.client, &ctx.namespaces, &ListParams::default())
             .await
             .map_err(MrpError::kube("listing ManagedRancherProjects"))?;
         let managed = scan::managed_ids(objects.iter(), cluster);

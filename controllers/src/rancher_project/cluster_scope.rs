@@ -8,14 +8,15 @@
 //! watches: what other objects want of a cluster binding or group does not depend on which of them this
 //! manager reconciles. Reconciles read the controller's cache when it covers every namespace, and list the
 //! objects cluster-wide otherwise (`--watch-namespace`: the caches cover the watched namespaces only); cleanup
-//! and the inventory always list them afresh. The manager's role may therefore list ManagedRancherProjects in
-//! every namespace (it is a ClusterRole).
+//! and the inventory always list them afresh. The manager's ClusterRole may therefore list
+//! ManagedRancherProjects in every namespace. A namespaced install (Roles only) may not: the manager asks the
+//! API server once, and then counts over the watched namespaces, saying so in its log (docs/security.md).
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use crds::rancher::ManagedRancherProject;
-use framework::namespaces::WatchedNamespaces;
+use framework::namespaces::{WatchedNamespaces, WidestList};
 use kube::ResourceExt;
 use kube::api::ListParams;
 use kube::runtime::reflector::Store;
@@ -24,10 +25,12 @@ use super::bindings::{self, BindingKey};
 use super::error::MrpError;
 use super::members::DesiredMember;
 
-/// The controller's cache of every namespace's ManagedRancherProjects, when it watches them all.
+/// The controller's cache of every namespace's ManagedRancherProjects, when it watches them all, and whether it
+/// may list them cluster-wide otherwise.
 #[derive(Default)]
 pub struct Peers {
     cluster_wide: Mutex<Option<Store<ManagedRancherProject>>>,
+    widest: WidestList,
 }
 
 impl Peers {
@@ -54,21 +57,24 @@ impl Peers {
             .and_then(|store| store.as_ref().map(Store::state));
         match cached {
             Some(all) => Ok(all),
-            None => list_all(client, namespaces).await,
+            None => self.list_afresh(client, namespaces).await,
         }
     }
-}
 
-/// Every ManagedRancherProject of every watched namespace, read from the API server.
-pub async fn list_all(
-    client: &kube::Client,
-    namespaces: &WatchedNamespaces,
-) -> Result<Vec<Arc<ManagedRancherProject>>, MrpError> {
-    let listed = namespaces
-        .list::<ManagedRancherProject>(client, &ListParams::default())
-        .await
-        .map_err(MrpError::kube("listing ManagedRancherProjects"))?;
-    Ok(listed.into_iter().map(Arc::new).collect())
+    /// Every object of every namespace, listed now: cluster-wide when the manager may, else over the watched
+    /// namespaces (a namespaced install).
+    pub async fn list_afresh(
+        &self,
+        client: &kube::Client,
+        namespaces: &WatchedNamespaces,
+    ) -> Result<Vec<Arc<ManagedRancherProject>>, MrpError> {
+        let (listed, _) = self
+            .widest
+            .list::<ManagedRancherProject>(client, namespaces, &ListParams::default())
+            .await
+            .map_err(MrpError::kube("listing ManagedRancherProjects"))?;
+        Ok(listed.into_iter().map(Arc::new).collect())
+    }
 }
 
 /// The objects other than `me` that are not being deleted.

@@ -239,7 +239,7 @@ pub async fn cleanup(controller: &Controller, mrp: Arc<ManagedRancherProject>, c
         return Ok(());
     }
     // Afresh and cluster-wide, whatever the manager watches (see `cluster_scope`).
-    let listed = cluster_scope::list_all(&ctx.client, &ctx.namespaces).await?;
+    let listed = controller.peers.list_afresh(&ctx.client, &ctx.namespaces).await?;
     let mut cleanup = Cleanup {
         mrp: &mrp,
         status: mrp.status.clone().unwrap_or_default(),

@@ -28,6 +28,7 @@ pub mod namespaces;
 pub mod openapi;
 pub mod partial;
 pub mod patch;
+pub mod pod_security;
 pub mod protobuf;
 pub mod reads;
 pub mod request;

@@ -15,8 +15,9 @@ use sha2::{Digest, Sha256};
 
 use super::resources::Registry;
 
-/// The content type kubectl asks `/openapi/v2` in (and the only one it parses).
-pub const V2_CONTENT_TYPE: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+/// The content type kube-apiserver answers `/openapi/v2` with (kubectl asks for it as `…spec.v2@v1.0+protobuf`
+/// and parses only protobuf).
+pub const V2_CONTENT_TYPE: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
 
 /// The gnostic `openapi_v2.Document` fields the emulator fills: `swagger` (1) and `info` (2).
 #[derive(Clone, PartialEq, prost::Message)]

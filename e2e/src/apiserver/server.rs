@@ -431,7 +431,7 @@ fn authenticate(shared: &Shared, headers: &HeaderMap) -> Result<Access, ApiError
     };
     if impersonating {
         match impersonation::acting_user(&access, headers) {
-            Ok(Some(user)) => access.user = user,
+            Ok(Some(user)) => access.user = Arc::new(user),
             Ok(None) => {}
             Err(error) => {
                 if error.code == 403 {

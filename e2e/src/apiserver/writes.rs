@@ -444,7 +444,8 @@ pub fn commit(txn: &mut Txn<'_>, c: &Commit<'_>, old: Option<Arc<Value>>, new: V
             field_validation: c.opts.field_validation,
             patch: c.patch,
         };
-        let warnings = admission::admit(def, &c.target.version, &mut new, kind)?;
+        let mut warnings = admission::admit(def, &c.target.version, &mut new, kind)?;
+        warnings.extend(pod_security_warning(txn, c, &new));
         if c.create_needs_authorization {
             authorize_create_by_write(c, meta::name(&new))?;
         }
@@ -483,7 +484,8 @@ pub fn commit(txn: &mut Txn<'_>, c: &Commit<'_>, old: Option<Arc<Value>>, new: V
         field_validation: c.opts.field_validation,
         patch: c.patch,
     };
-    let warnings = admission::admit(def, &c.target.version, &mut new, kind)?;
+    let mut warnings = admission::admit(def, &c.target.version, &mut new, kind)?;
+    warnings.extend(pod_security_warning(txn, c, &new));
     authorize_write(txn, c, Some(&old), &new)?;
     if !c.is_apply {
         admission::track_update(
@@ -530,6 +532,17 @@ pub fn commit(txn: &mut Txn<'_>, c: &Commit<'_>, old: Option<Arc<Value>>, new: V
         object: (*stored).clone(),
         warnings,
     })
+}
+
+/// Pod Security admission's warning for a workload whose pod template breaks its namespace's level.
+fn pod_security_warning(txn: &Txn<'_>, c: &Commit<'_>, obj: &Value) -> Option<String> {
+    if c.target.def.builtin() != Some(BuiltinKind::Deployment) || c.target.subresource.is_some() {
+        return None;
+    }
+    let namespace = txn.get(&GroupResource::new("", "namespaces"), "", c.target.namespace_key())?;
+    let pod_spec = obj.pointer("/spec/template/spec")?;
+    let pod_metadata = obj.pointer("/spec/template/metadata").cloned().unwrap_or(Value::Null);
+    super::pod_security::warning(&meta::labels(&namespace), pod_spec, &pod_metadata)
 }
 
 /// The `create` check of an apply or PUT that creates (`withAuthorization` in the patch and update handlers):

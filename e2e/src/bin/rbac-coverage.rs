@@ -1,17 +1,20 @@
 //! `rbac-coverage`: after a test run, how many requests each verb of each rule of the shipped roles authorized.
 //!
 //! Every API emulator writes its authorization decisions to `E2E_AUTHZ_LOG_DIR` when it stops, labelled with
-//! the overlays whose RBAC the test installed. A role is judged by the runs of the most specific overlays that
-//! ship it: a controller's ClusterRole by the suite that runs that controller alone under its own overlay, the
-//! common roles by every run. For every rule and each of its verbs, the command counts the allowed requests of
-//! the overlay's ServiceAccount that the rule would authorize on its own, prints a table, writes JSON, and fails
-//! naming every verb of every rule that authorized nothing: a grant the suite never needed is a privilege the
-//! operator should not hold.
+//! the overlays whose RBAC the test installed. A role is judged by the runs of every overlay that ships it: a
+//! request of the overlay's ServiceAccount counts for a rule when the rule would authorize it on its own and no
+//! other role of that overlay would (so a Secret read of one controller never counts for another controller's
+//! Secret rule; those are judged by the suite that runs the controller alone under its own overlay). A request
+//! also counts for the rule RBAC named as its grant (rules limited to object names are matched that way, as the
+//! log keeps no names). For every rule and each of its verbs the command counts those requests, prints a table,
+//! writes JSON, and fails naming every verb that authorized nothing: a grant the suite never needed is a
+//! privilege the operator should not hold. Overlays named `--rules-only` (the namespaced one, whose Roles a test
+//! keeps equal to the ClusterRoles) are checked per rule, not per verb.
 //!
 //! `e2e/test.sh` runs it after the suite; by hand:
 //! `E2E_AUTHZ_LOG_DIR=target/authz cargo nextest run --workspace && cargo run -p e2e --bin rbac-coverage -- --log-dir target/authz`
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -43,6 +46,9 @@ struct Args {
         ]
     )]
     overlays: Vec<String>,
+    /// Overlays whose roles are checked per rule rather than per verb (repeatable).
+    #[arg(long = "rules-only", default_values_t = [String::from("overlays/namespaced")])]
+    rules_only: Vec<String>,
     /// Where to write the JSON report.
     #[arg(long, default_value = "target/rbac-coverage.json")]
     output: PathBuf,
@@ -153,53 +159,68 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    // Which overlays ship each role, and the roles' rules.
-    let mut shipped_by: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    // Which roles each overlay ships, and the roles' rules.
+    let mut overlay_roles: BTreeMap<String, Vec<ShippedRole>> = BTreeMap::new();
     let mut roles: BTreeMap<String, ShippedRole> = BTreeMap::new();
-    let mut role_count: BTreeMap<String, usize> = BTreeMap::new();
     for overlay in &args.overlays {
-        let overlay_roles = roles_of(overlay);
-        role_count.insert(overlay.clone(), overlay_roles.len());
-        for role in overlay_roles {
-            shipped_by.entry(role.id.clone()).or_default().insert(overlay.clone());
-            roles.entry(role.id.clone()).or_insert(role);
+        let shipped = roles_of(overlay);
+        for role in &shipped {
+            roles.entry(role.id.clone()).or_insert_with(|| role.clone());
         }
+        overlay_roles.insert(overlay.clone(), shipped);
     }
     let mut grants = Vec::new();
     for (id, role) in &roles {
-        // Judge a role by the most specific overlays that ship it (the fewest roles in all).
-        let overlays = &shipped_by[id];
-        let fewest = overlays.iter().map(|o| role_count[o]).min().unwrap_or(0);
-        let judges: Vec<String> = overlays.iter().filter(|o| role_count[*o] == fewest).cloned().collect();
-        let rows: Vec<&DecisionRow> = logs
+        let judges: Vec<String> = overlay_roles
             .iter()
-            .filter(|log| judges.iter().any(|o| log.labels.contains(&format!("overlay:{o}"))))
-            .flat_map(|log| {
-                let users: BTreeSet<String> = judges
-                    .iter()
-                    .map(|o| {
-                        let (namespace, name) = service_account_of(o);
-                        format!("system:serviceaccount:{namespace}:{name}")
-                    })
-                    .collect();
-                log.rows
-                    .iter()
-                    .filter(move |row| row.allowed && users.contains(&row.user))
-            })
-            .filter(|row| role.namespace.is_empty() || row.namespace == role.namespace)
+            .filter(|(_, shipped)| shipped.iter().any(|r| &r.id == id))
+            .map(|(overlay, _)| overlay.clone())
             .collect();
+        let per_rule = judges.iter().all(|o| args.rules_only.contains(o));
+        // (row, the other roles of its overlay) for every allowed request of a judging overlay's ServiceAccount.
+        let mut rows: Vec<(&DecisionRow, &[ShippedRole])> = Vec::new();
+        for overlay in &judges {
+            let (namespace, name) = service_account_of(overlay);
+            let user = format!("system:serviceaccount:{namespace}:{name}");
+            let label = format!("overlay:{overlay}");
+            let others = overlay_roles[overlay].as_slice();
+            for log in logs.iter().filter(|log| log.labels.contains(&label)) {
+                rows.extend(
+                    log.rows
+                        .iter()
+                        .filter(|row| row.allowed && row.user == user)
+                        .filter(|row| role.namespace.is_empty() || row.namespace == role.namespace)
+                        .map(|row| (row, others)),
+                );
+            }
+        }
         for (index, rule) in role.rules.iter().enumerate() {
-            for verb in &rule.verbs {
+            let key = format!("{id}#{index}");
+            let verbs: Vec<String> = if per_rule {
+                vec![rule.verbs.join(",")]
+            } else {
+                rule.verbs.clone()
+            };
+            for verb in verbs {
                 let requests = rows
                     .iter()
-                    .filter(|row| verb == "*" || &row.verb == verb)
-                    .filter(|row| rule.allows(&attributes(row)))
-                    .map(|row| row.count)
+                    .filter(|(row, _)| per_rule || verb == "*" || row.verb == verb)
+                    .filter(|(row, others)| {
+                        let attributes = attributes(row);
+                        row.rule == key
+                            || (rule.allows(&attributes)
+                                && !others
+                                    .iter()
+                                    .filter(|other| other.id != *id)
+                                    .filter(|other| other.namespace.is_empty() || other.namespace == row.namespace)
+                                    .any(|other| other.rules.iter().any(|r| r.allows(&attributes))))
+                    })
+                    .map(|(row, _)| row.count)
                     .sum();
                 grants.push(Grant {
                     role: id.clone(),
                     index,
-                    verb: verb.clone(),
+                    verb,
                     rule: rule.clone(),
                     requests,
                     judged_by: judges.clone(),

@@ -6,6 +6,7 @@
 
 mod support;
 
+mod authz;
 mod http_semantics;
 mod kube_rs;
 mod kubectl;

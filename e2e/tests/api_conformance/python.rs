@@ -53,3 +53,11 @@ async fn python_client_watch() {
     let env = Env::start().await;
     run(&env, "watch").await;
 }
+
+/// TokenRequest, a 403 Forbidden with kube-apiserver's text, and a SelfSubjectAccessReview, from the Python
+/// client (`shared/reference/kube-apiserver-authz.md`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_client_authz() {
+    let env = Env::start().await;
+    run(&env, "authz").await;
+}

@@ -58,11 +58,34 @@ impl Env {
 
     /// Runs kubectl with this test's HOME and kubeconfig; `stdin` is piped in when given.
     pub async fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        self.kubectl_with(&self.kubeconfig, args, stdin).await
+    }
+
+    /// A kubeconfig that authenticates with `token` (written once per token).
+    pub fn kubeconfig_for(&self, token: &str) -> PathBuf {
+        let digest = token
+            .bytes()
+            .fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)));
+        let path = self.dir.join(format!("kubeconfig-{digest:x}"));
+        self.server
+            .write_kubeconfig_with_token(&path, token)
+            .expect("kubeconfig written");
+        path
+    }
+
+    /// Runs kubectl as whoever `token` authenticates.
+    pub async fn kubectl_as(&self, token: &str, args: &[&str], stdin: Option<&str>) -> Output {
+        let kubeconfig = self.kubeconfig_for(token);
+        self.kubectl_with(&kubeconfig, args, stdin).await
+    }
+
+    /// Runs kubectl with a given kubeconfig (and this test's HOME).
+    pub async fn kubectl_with(&self, kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> Output {
         use tokio::io::AsyncWriteExt;
         let mut cmd = tokio::process::Command::new(kubectl_path());
         cmd.args(args)
             .env("HOME", &self.dir)
-            .env("KUBECONFIG", &self.kubeconfig)
+            .env("KUBECONFIG", kubeconfig)
             .env("KUBECACHEDIR", self.dir.join("kube-cache"))
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())

@@ -7,6 +7,7 @@ mod support;
 mod create;
 mod deletion;
 mod failures;
+mod namespaced;
 mod restart;
 mod rotation;
 mod validation;

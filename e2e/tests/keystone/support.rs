@@ -38,7 +38,13 @@ pub struct Setup {
     pub manager_args: Vec<String>,
     /// Start the manager.
     pub manager: bool,
+    /// Run the manager as the namespaced install (`manifests/overlays/namespaced`: Roles only, watching the
+    /// overlay's example namespace, which then is the test's namespace).
+    pub namespaced: bool,
 }
+
+/// The namespace the namespaced overlay watches.
+pub const NAMESPACED_INSTALL_NAMESPACE: &str = "tenant-a";
 
 impl Default for Setup {
     fn default() -> Self {
@@ -50,6 +56,7 @@ impl Default for Setup {
             user_roles: &["service"],
             manager_args: Vec::new(),
             manager: true,
+            namespaced: false,
         }
     }
 }
@@ -71,6 +78,8 @@ pub struct World {
     pub user: ServiceAccount,
     /// The proxy in front of Keystone, when asked for.
     pub proxy: Option<KeystoneProxy>,
+    /// Whether the manager runs as the namespaced install.
+    pub namespaced: bool,
 }
 
 fn unique(prefix: &str) -> String {
@@ -88,7 +97,15 @@ impl World {
                 .await
                 .expect("install the KeystoneAPI CRD");
         }
-        let namespace = cluster.create_namespace("appcred").await;
+        let namespace = if setup.namespaced {
+            cluster.create_namespace_named(NAMESPACED_INSTALL_NAMESPACE, &[]).await;
+            for other in ["envoy-gateway-system", "keycloak"] {
+                cluster.create_namespace_named(other, &[]).await;
+            }
+            NAMESPACED_INSTALL_NAMESPACE.to_string()
+        } else {
+            cluster.create_namespace("appcred").await
+        };
         let admin = KeystoneAdmin::login(keystone)
             .await
             .expect("log in to Keystone as admin");
@@ -113,6 +130,7 @@ impl World {
             namespace,
             user,
             proxy,
+            namespaced: setup.namespaced,
         };
         if setup.password_secret {
             world.write_password(&world.user.password.clone()).await;
@@ -130,12 +148,18 @@ impl World {
     pub async fn start_manager(&mut self, extra: Vec<String>) {
         let mut args = vec!["--controllers=keystoneapplicationcredential".to_string()];
         args.extend(extra);
+        let overlay = if self.namespaced {
+            args.push(format!("--watch-namespace={NAMESPACED_INSTALL_NAMESPACE}"));
+            "overlays/namespaced"
+        } else {
+            "overlays/keystoneapplicationcredential"
+        };
         self.manager = Some(
             ManagerProcess::start(
                 &self.cluster,
                 ManagerOptions {
                     args,
-                    identity: Identity::overlay("overlays/keystoneapplicationcredential"),
+                    identity: Identity::overlay(overlay),
                     ..ManagerOptions::default()
                 },
             )

@@ -114,7 +114,65 @@ def watching(api_client):
     print("watch ok")
 
 
-SCENARIOS = {"crud": crud, "patches": patches, "conflict": conflict, "watch": watching}
+def authz(api_client):
+    """TokenRequest mints a ServiceAccount token; RBAC answers it 403 Forbidden until a RoleBinding grants
+    access, and a SelfSubjectAccessReview as that ServiceAccount agrees with RBAC."""
+    import json
+
+    core = client.CoreV1Api(api_client)
+    core.create_namespaced_service_account("default", client.V1ServiceAccount(metadata=client.V1ObjectMeta(name="py-bot")))
+    request = client.AuthenticationV1TokenRequest(spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=3600))
+    minted = core.create_namespaced_service_account_token("py-bot", "default", request)
+    token = minted.status.token
+    check(token and minted.status.expiration_timestamp, "a token with its expiry")
+    try:
+        core.create_namespaced_service_account_token(
+            "py-bot", "default", client.AuthenticationV1TokenRequest(spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=60))
+        )
+        check(False, "a 60 s token is refused")
+    except ApiException as e:
+        check(e.status == 422, "too short a token is Invalid, got %s" % e.status)
+        check("may not specify a duration less than 10 minutes" in json.loads(e.body)["message"], e.body)
+
+    bot_config = client.Configuration()
+    bot_config.host = api_client.configuration.host
+    bot_config.ssl_ca_cert = api_client.configuration.ssl_ca_cert
+    bot_config.api_key = {"authorization": "Bearer " + token}
+    bot = client.ApiClient(bot_config)
+    bot_core = client.CoreV1Api(bot)
+    try:
+        bot_core.list_namespaced_secret("default")
+        check(False, "the ServiceAccount may not list Secrets")
+    except ApiException as e:
+        body = json.loads(e.body)
+        check(e.status == 403 and body["reason"] == "Forbidden", "403 Forbidden, got %s %s" % (e.status, e.body))
+        check(
+            body["message"] == 'secrets is forbidden: User "system:serviceaccount:default:py-bot" cannot list resource '
+            '"secrets" in API group "" in the namespace "default"',
+            body["message"],
+        )
+    rbac = client.RbacAuthorizationV1Api(api_client)
+    rbac.create_namespaced_role("default", client.V1Role(
+        metadata=client.V1ObjectMeta(name="py-secret-reader"),
+        rules=[client.V1PolicyRule(api_groups=[""], resources=["secrets"], verbs=["list"])]))
+    rbac.create_namespaced_role_binding("default", client.V1RoleBinding(
+        metadata=client.V1ObjectMeta(name="py-bot-reads"),
+        role_ref=client.V1RoleRef(api_group="rbac.authorization.k8s.io", kind="Role", name="py-secret-reader"),
+        subjects=[client.RbacV1Subject(kind="ServiceAccount", name="py-bot", namespace="default")]))
+    bot_core.list_namespaced_secret("default")
+    review = client.AuthorizationV1Api(bot).create_self_subject_access_review(client.V1SelfSubjectAccessReview(
+        spec=client.V1SelfSubjectAccessReviewSpec(resource_attributes=client.V1ResourceAttributes(
+            namespace="default", verb="delete", resource="secrets"))))
+    check(review.status.allowed is False, "delete is not allowed: %r" % review.status)
+    review = client.AuthorizationV1Api(bot).create_self_subject_access_review(client.V1SelfSubjectAccessReview(
+        spec=client.V1SelfSubjectAccessReviewSpec(resource_attributes=client.V1ResourceAttributes(
+            namespace="default", verb="list", resource="secrets"))))
+    check(review.status.allowed is True, "list is allowed: %r" % review.status)
+    check("RoleBinding \"py-bot-reads/default\"" in review.status.reason, review.status.reason)
+    print("authz ok")
+
+
+SCENARIOS = {"crud": crud, "patches": patches, "conflict": conflict, "watch": watching, "authz": authz}
 
 if __name__ == "__main__":
     kubeconfig, scenario = sys.argv[1], sys.argv[2]

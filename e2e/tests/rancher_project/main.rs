@@ -14,6 +14,7 @@ mod drift;
 mod idempotence;
 mod inventory;
 mod membership;
+mod namespaced;
 mod outages;
 mod quotas;
 mod samples;

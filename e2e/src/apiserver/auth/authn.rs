@@ -5,7 +5,7 @@
 //! was minted for, as kube-apiserver's bound tokens do.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use axum::http::HeaderMap;
@@ -25,7 +25,7 @@ pub const ADMIN_USER: &str = "kubernetes-admin";
 
 #[derive(Clone, Debug)]
 enum Issued {
-    User(UserInfo),
+    User(Arc<UserInfo>),
     ServiceAccount {
         namespace: String,
         name: String,
@@ -48,7 +48,7 @@ impl Default for Authenticator {
             extra: BTreeMap::new(),
         };
         let mut tokens = HashMap::new();
-        tokens.insert(ADMIN_TOKEN.to_string(), Issued::User(admin));
+        tokens.insert(ADMIN_TOKEN.to_string(), Issued::User(Arc::new(admin)));
         Authenticator {
             tokens: Mutex::new(tokens),
         }
@@ -73,7 +73,7 @@ impl Authenticator {
     }
 
     /// Who the `Authorization: Bearer` header names, or 401.
-    pub fn authenticate(&self, store: &Store, headers: &HeaderMap) -> Result<UserInfo, ApiError> {
+    pub fn authenticate(&self, store: &Store, headers: &HeaderMap) -> Result<Arc<UserInfo>, ApiError> {
         let token = headers
             .get("authorization")
             .and_then(|v| v.to_str().ok())
@@ -96,7 +96,7 @@ impl Authenticator {
                 let live = store.read(|r| r.get(&GroupResource::new("", "serviceaccounts"), &namespace, &name));
                 match live {
                     Some(sa) if meta::uid(&sa) == uid && !meta::is_terminating(&sa) => {
-                        Ok(UserInfo::for_service_account(&namespace, &name, &uid))
+                        Ok(Arc::new(UserInfo::for_service_account(&namespace, &name, &uid)))
                     }
                     _ => Err(unauthorized()),
                 }
@@ -140,7 +140,7 @@ impl Authenticator {
             extra: BTreeMap::new(),
         };
         let token = new_token();
-        self.lock().insert(token.clone(), Issued::User(user));
+        self.lock().insert(token.clone(), Issued::User(Arc::new(user)));
         token
     }
 }

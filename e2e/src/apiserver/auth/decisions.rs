@@ -5,13 +5,17 @@
 //! Decisions are counted per distinct row rather than appended, so the log stays small under load (the
 //! benchmark makes hundreds of thousands of requests as one user).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeSet, HashMap};
+use std::hash::{Hash, Hasher};
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
 use super::rbac::{Grant, Verdict};
 use super::{Attributes, UserInfo};
+
+/// The binding a `system:masters` decision is recorded under (that group bypasses RBAC).
+pub const MASTERS_BYPASS: &str = "group/system:masters";
 
 /// An authorization decision, as the handlers see it.
 pub type Decision = Verdict;
@@ -45,7 +49,80 @@ pub struct DecisionRow {
     pub count: u64,
 }
 
-type RowKey = (String, String, String, String, String, String, bool, String, String);
+/// One distinct decision, as counted (the fields of a [`DecisionRow`] but its count).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct RowKey {
+    user: String,
+    verb: String,
+    group: String,
+    resource: String,
+    namespace: String,
+    path: String,
+    allowed: bool,
+    binding: String,
+    rule: String,
+}
+
+/// The fields of a decision, borrowed, so an already counted decision is found without allocating.
+#[derive(Hash)]
+struct RowRef<'a> {
+    user: &'a str,
+    verb: &'a str,
+    group: &'a str,
+    resource: &'a str,
+    subresource: &'a str,
+    namespace: &'a str,
+    path: &'a str,
+    allowed: bool,
+    binding: &'a str,
+    rule: Option<&'a super::rbac::RuleSource>,
+}
+
+impl RowRef<'_> {
+    fn combined_resource(&self) -> String {
+        if self.subresource.is_empty() {
+            self.resource.to_string()
+        } else {
+            format!("{}/{}", self.resource, self.subresource)
+        }
+    }
+
+    fn matches(&self, key: &RowKey) -> bool {
+        let resource_matches = if self.subresource.is_empty() {
+            key.resource == self.resource
+        } else {
+            key.resource.len() == self.resource.len() + 1 + self.subresource.len()
+                && key.resource.starts_with(self.resource)
+                && key.resource.ends_with(self.subresource)
+        };
+        key.user == self.user
+            && key.verb == self.verb
+            && key.group == self.group
+            && resource_matches
+            && key.namespace == self.namespace
+            && key.path == self.path
+            && key.allowed == self.allowed
+            && key.binding == self.binding
+            && self.rule.map_or(key.rule.is_empty(), |r| key.rule == r.to_string())
+    }
+
+    fn to_key(&self) -> RowKey {
+        RowKey {
+            user: self.user.to_string(),
+            verb: self.verb.to_string(),
+            group: self.group.to_string(),
+            resource: self.combined_resource(),
+            namespace: self.namespace.to_string(),
+            path: self.path.to_string(),
+            allowed: self.allowed,
+            binding: self.binding.to_string(),
+            rule: self.rule.map(ToString::to_string).unwrap_or_default(),
+        }
+    }
+}
+
+/// Counted decisions, bucketed by the hash of their borrowed fields.
+type Buckets = HashMap<u64, Vec<(RowKey, u64)>>;
 
 /// One 403 answer: who got it, for which request, and its message.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -64,7 +141,7 @@ pub struct ForbiddenResponse {
 /// The decision log.
 pub struct DecisionLog {
     enabled: bool,
-    rows: Mutex<BTreeMap<RowKey, u64>>,
+    rows: Mutex<Buckets>,
     forbidden: Mutex<Vec<ForbiddenResponse>>,
     labels: Mutex<BTreeSet<String>>,
 }
@@ -98,7 +175,7 @@ impl DecisionLog {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<RowKey, u64>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Buckets> {
         // Counter increments only: a panicking holder cannot leave the map inconsistent.
         self.rows.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -108,54 +185,71 @@ impl DecisionLog {
         if !self.enabled {
             return;
         }
-        let (verb, group, resource, namespace, path) = match attributes {
-            Attributes::Resource(r) => (
-                r.verb.clone(),
-                r.group.clone(),
-                r.combined_resource(),
-                r.namespace.clone(),
-                String::new(),
-            ),
-            Attributes::NonResource { verb, path } => {
-                (verb.clone(), String::new(), String::new(), String::new(), path.clone())
-            }
+        let row = match attributes {
+            Attributes::Resource(r) => RowRef {
+                user: &user.name,
+                verb: &r.verb,
+                group: &r.group,
+                resource: &r.resource,
+                subresource: &r.subresource,
+                namespace: &r.namespace,
+                path: "",
+                allowed: decision.allowed,
+                binding: "",
+                rule: None,
+            },
+            Attributes::NonResource { verb, path } => RowRef {
+                user: &user.name,
+                verb,
+                group: "",
+                resource: "",
+                subresource: "",
+                namespace: "",
+                path,
+                allowed: decision.allowed,
+                binding: "",
+                rule: None,
+            },
         };
-        let (binding, rule) = match &decision.grant {
-            Some(Grant { binding, rule, .. }) => (
-                binding.clone(),
-                rule.as_ref().map(ToString::to_string).unwrap_or_default(),
-            ),
-            None => (String::new(), String::new()),
+        let row = match &decision.grant {
+            Some(Grant { binding, rule, .. }) => RowRef {
+                binding,
+                rule: rule.as_ref(),
+                ..row
+            },
+            None if decision.allowed => RowRef {
+                binding: MASTERS_BYPASS,
+                ..row
+            },
+            None => row,
         };
-        let key = (
-            user.name.clone(),
-            verb,
-            group,
-            resource,
-            namespace,
-            path,
-            decision.allowed,
-            binding,
-            rule,
-        );
-        *self.lock().entry(key).or_default() += 1;
+        let mut hasher = std::hash::DefaultHasher::new();
+        row.hash(&mut hasher);
+        let mut buckets = self.lock();
+        let bucket = buckets.entry(hasher.finish()).or_default();
+        match bucket.iter_mut().find(|(key, _)| row.matches(key)) {
+            Some((_, count)) => *count += 1,
+            None => bucket.push((row.to_key(), 1)),
+        }
     }
 
     /// Every distinct decision so far.
     pub fn rows(&self) -> Vec<DecisionRow> {
-        self.lock()
-            .iter()
+        let mut counted: Vec<(RowKey, u64)> = self.lock().values().flatten().cloned().collect();
+        counted.sort();
+        counted
+            .into_iter()
             .map(|(key, count)| DecisionRow {
-                user: key.0.clone(),
-                verb: key.1.clone(),
-                group: key.2.clone(),
-                resource: key.3.clone(),
-                namespace: key.4.clone(),
-                path: key.5.clone(),
-                allowed: key.6,
-                binding: key.7.clone(),
-                rule: key.8.clone(),
-                count: *count,
+                user: key.user,
+                verb: key.verb,
+                group: key.group,
+                resource: key.resource,
+                namespace: key.namespace,
+                path: key.path,
+                allowed: key.allowed,
+                binding: key.binding,
+                rule: key.rule,
+                count,
             })
             .collect()
     }

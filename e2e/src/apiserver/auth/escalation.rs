@@ -283,11 +283,11 @@ mod tests {
             ..RbacObjects::default()
         };
         Access {
-            user: UserInfo {
+            user: Arc::new(UserInfo {
                 name: "bob".into(),
                 groups: vec!["system:authenticated".into()],
                 ..UserInfo::default()
-            },
+            }),
             rbac: Arc::new(RbacSnapshot::build(&objects)),
             log: Arc::new(DecisionLog::default()),
         }

@@ -163,7 +163,7 @@ pub fn forbidden(user: &UserInfo, attributes: &Attributes, reason: &str) -> ApiE
 #[derive(Clone)]
 pub struct Access {
     /// The requesting user.
-    pub user: UserInfo,
+    pub user: Arc<UserInfo>,
     /// The RBAC state the request is judged against.
     pub rbac: Arc<RbacSnapshot>,
     /// Where decisions are recorded.
@@ -174,12 +174,12 @@ impl Access {
     /// Access for in-process writes of the emulator itself (controllers, bootstrap): a cluster admin.
     pub fn internal() -> Self {
         Access {
-            user: UserInfo {
+            user: Arc::new(UserInfo {
                 name: "system:apiserver".into(),
                 uid: String::new(),
                 groups: vec![MASTERS_GROUP.into()],
                 extra: BTreeMap::new(),
-            },
+            }),
             rbac: Arc::new(RbacSnapshot::default()),
             log: Arc::new(DecisionLog::disabled()),
         }

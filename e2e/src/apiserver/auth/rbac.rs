@@ -16,7 +16,7 @@ use super::super::meta;
 use super::super::resources::GroupResource;
 use super::super::selectors::LabelSelector;
 use super::super::store::Store;
-use super::{Attributes, MASTERS_GROUP, ResourceAttributes, UserInfo};
+use super::{Attributes, ResourceAttributes, UserInfo};
 
 /// The RBAC API group.
 pub const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
@@ -289,7 +289,7 @@ impl Binding {
 /// Why a request was allowed: the binding, the bound role, and the rule (with its source role).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Grant {
-    /// `ClusterRoleBinding/name`, `RoleBinding/ns/name`, or `group/system:masters` for the bypass.
+    /// `ClusterRoleBinding/name` or `RoleBinding/ns/name`.
     pub binding: String,
     /// `ClusterRole/name` or `Role/ns/name`: the role the binding references.
     pub role: String,
@@ -491,14 +491,11 @@ impl RbacSnapshot {
     /// Authorizes one request (`system:masters` bypasses RBAC, as the privileged-group authorizer does).
     pub fn authorize(&self, user: &UserInfo, attributes: &Attributes) -> Verdict {
         if user.is_master() {
+            // The privileged-group authorizer: allowed without consulting RBAC (no grant to name).
             return Verdict {
                 allowed: true,
                 reason: String::new(),
-                grant: Some(Grant {
-                    binding: format!("group/{MASTERS_GROUP}"),
-                    role: String::new(),
-                    rule: None,
-                }),
+                grant: None,
             };
         }
         let namespace = match attributes {

@@ -77,11 +77,16 @@ pub fn default_binding(obj: &mut Value) {
                 .and_then(Value::as_str)
                 .is_none_or(str::is_empty)
             {
-                let group = match subject.get("kind").and_then(Value::as_str) {
-                    Some("User" | "Group") => GROUP,
-                    _ => "",
-                };
-                subject.insert("apiGroup".into(), json!(group));
+                // Users and groups default to the RBAC group; a ServiceAccount's empty apiGroup is Go's zero
+                // value, which `omitempty` leaves out of the stored object.
+                match subject.get("kind").and_then(Value::as_str) {
+                    Some("User" | "Group") => {
+                        subject.insert("apiGroup".into(), json!(GROUP));
+                    }
+                    _ => {
+                        subject.remove("apiGroup");
+                    }
+                }
             }
         }
     }

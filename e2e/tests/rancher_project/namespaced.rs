@@ -1,0 +1,95 @@
+//! The namespaced install (`manifests/overlays/namespaced`): with Roles only (in the watched namespace and
+//! beside its credential Secrets) the controllers make the plugin-shaped sample Ready and the inventory counts it.
+
+use e2e::harness::{Deadline, Identity, ManagerOptions, ManagerProcess, OPERATOR_NAMESPACE, TestCluster, wait_until};
+use e2e::rancher::{ProjectSandboxOptions, sandbox_prepare};
+use kube::api::Api;
+use kube::core::DynamicObject;
+use serde_json::Value;
+
+use crate::support::{NAMESPACE, is_ready, mrp_resource, rpi_resource};
+
+/// The namespace the namespaced overlay watches.
+const WATCHED: &str = "tenant-a";
+
+async fn get(api: &Api<DynamicObject>, name: &str) -> Result<Value, String> {
+    api.get_opt(name)
+        .await
+        .map_err(|e| e.to_string())?
+        .map(|o| serde_json::to_value(o).expect("serializes"))
+        .ok_or_else(|| format!("no {name}"))
+}
+
+#[tokio::test]
+async fn a_namespaced_install_makes_the_sample_ready_and_counts_it_holding_only_roles() {
+    let cluster = TestCluster::start().await;
+    cluster.install_crds(&crds::all()).await;
+    for namespace in [WATCHED, "envoy-gateway-system", "keycloak"] {
+        cluster.create_namespace_named(namespace, &[]).await;
+    }
+    cluster.install_operator_identity("overlays/namespaced").await;
+    let env = sandbox_prepare(
+        &cluster.client(),
+        ProjectSandboxOptions {
+            namespaces: vec![WATCHED.to_string()],
+            secret_namespace: OPERATOR_NAMESPACE.to_string(),
+            ..ProjectSandboxOptions::default()
+        },
+    )
+    .await
+    .expect("prepare Rancher and Keycloak");
+    let mut args = vec![
+        "--controllers=managedrancherproject,rancherprojectinventory".to_string(),
+        "--rancher-resync-interval-seconds=2".to_string(),
+        format!("--watch-namespace={WATCHED}"),
+    ];
+    args.extend(env.manager_args());
+    let _manager = ManagerProcess::start(
+        &cluster,
+        ManagerOptions {
+            args,
+            identity: Identity::overlay("overlays/namespaced"),
+            ..ManagerOptions::default()
+        },
+    )
+    .await;
+    let samples = e2e::harness::install::repository_root().join("manifests/samples");
+    for file in [
+        "waldur_v1alpha1_managedrancherproject.yaml",
+        "waldur_v1alpha1_rancherprojectinventory.yaml",
+    ] {
+        let text = std::fs::read_to_string(samples.join(file)).expect("the sample");
+        let text = text.replace(&format!("namespace: {NAMESPACE}"), &format!("namespace: {WATCHED}"));
+        cluster
+            .kubectl()
+            .run_with_stdin(&["apply", "-f", "-"], Some(&text))
+            .await
+            .expect_success(file);
+    }
+    let mrps: Api<DynamicObject> = Api::namespaced_with(cluster.client(), WATCHED, &mrp_resource());
+    let mrps = &mrps;
+    wait_until("the sample Ready", Deadline::secs(30), || async move {
+        let object = get(mrps, "adamas-8706dd1a").await?;
+        if is_ready(&object) {
+            Ok(Some(()))
+        } else {
+            Err(object["status"].to_string())
+        }
+    })
+    .await;
+    let inventories: Api<DynamicObject> = Api::namespaced_with(cluster.client(), WATCHED, &rpi_resource());
+    let inventories = &inventories;
+    wait_until(
+        "the inventory counts the managed project",
+        Deadline::secs(30),
+        || async move {
+            let object = get(inventories, "cluster-c-m-glwxdksp").await?;
+            if object["status"]["managedProjects"] == 1 {
+                Ok(Some(()))
+            } else {
+                Err(object["status"].to_string())
+            }
+        },
+    )
+    .await;
+}
