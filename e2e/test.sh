@@ -32,6 +32,12 @@ if ! command -v promtool >/dev/null; then
   DEBIAN_FRONTEND=noninteractive apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null
 fi
+if ! command -v buildah >/dev/null; then
+  need_root_for_apt buildah buildah
+  echo "buildah missing: installing Debian's buildah package (builds and runs the manager's image without a daemon)"
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends buildah >/dev/null
+fi
 # The Python kubernetes client (a second real client for the API emulator's conformance suite).
 bash e2e/tests/python/setup-venv.sh
 export E2E_PYTHON="$tools/python-venv/bin/python"
@@ -53,12 +59,23 @@ fi
 step "build the binaries the end-to-end tests run (manager, sandbox, emulators)"
 cargo build --workspace --bins
 
+step "the manager's container image (release build, OCI archive in target/image)"
+e2e/image.sh "$root/target/image/platform-operator.tar"
+
 step "tests"
+# Every API emulator writes its authorization decisions here, for the RBAC coverage check below.
+export E2E_AUTHZ_LOG_DIR="$root/target/authz-decisions"
+rm -rf "$E2E_AUTHZ_LOG_DIR"
 cargo nextest run --workspace --no-fail-fast
 
+step "every grant of the shipped RBAC was needed by the suite"
+cargo run --quiet -p e2e --bin rbac-coverage -- --log-dir "$E2E_AUTHZ_LOG_DIR" --output "$root/target/rbac-coverage.json" \
+  | tail -n 3
+
 step "kustomize builds"
-kubectl kustomize manifests/default >/dev/null
-kubectl kustomize manifests/samples >/dev/null
-echo "manifests/default and manifests/samples build"
+for dir in manifests/default manifests/samples manifests/overlays/*/; do
+  kubectl kustomize "$dir" >/dev/null
+  echo "$dir builds"
+done
 
 step "all checks passed"

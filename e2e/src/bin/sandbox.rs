@@ -64,6 +64,17 @@ async fn main() -> ExitCode {
     );
     let _ = tokio::signal::ctrl_c().await;
     println!("stopping...");
+    let refusals = sandbox.manager_refusals();
     sandbox.stop().await;
-    ExitCode::SUCCESS
+    if refusals.is_empty() {
+        return ExitCode::SUCCESS;
+    }
+    eprintln!(
+        "sandbox: the manager was answered Forbidden {} time(s) under the shipped RBAC (manifests/rbac):",
+        refusals.len()
+    );
+    for refusal in refusals {
+        eprintln!("  {refusal}");
+    }
+    ExitCode::FAILURE
 }

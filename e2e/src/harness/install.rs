@@ -11,6 +11,7 @@ use std::sync::{Mutex, OnceLock};
 use serde_json::Value;
 
 use super::cluster::TestCluster;
+use super::kubectl::Kubectl;
 
 /// The namespace the default install puts the manager in.
 pub const OPERATOR_NAMESPACE: &str = "platform-operator-system";
@@ -115,33 +116,49 @@ pub fn service_account_of(overlay: &str) -> (String, String) {
         .unwrap_or_else(|| (OPERATOR_NAMESPACE.into(), OPERATOR_SERVICE_ACCOUNT.into()))
 }
 
+/// Applies an overlay's identity with `kubectl` as a cluster admin would (strict validation; any warning is an
+/// error) and mints a token for its ServiceAccount (`kubectl create token`, 24 h). Namespaces the overlay
+/// creates that exist already are kept.
+pub async fn install_identity(kubectl: &Kubectl, overlay: &str) -> Result<(OperatorIdentity, String), String> {
+    let yaml = identity_yaml(overlay);
+    let applied = kubectl.run_with_stdin(&["apply", "-f", "-"], Some(&yaml)).await;
+    if !applied.success || applied.stderr.contains("Warning") {
+        return Err(format!(
+            "kubectl apply of the RBAC of manifests/{overlay} failed or warned:\n{}\n{}",
+            applied.stdout, applied.stderr
+        ));
+    }
+    let (namespace, name) = service_account_of(overlay);
+    let minted = kubectl
+        .run(&["create", "token", &name, "-n", &namespace, "--duration=24h"])
+        .await;
+    if !minted.success {
+        return Err(format!(
+            "kubectl create token {name} -n {namespace} failed: {}",
+            minted.stderr
+        ));
+    }
+    let identity = OperatorIdentity {
+        kubeconfig: PathBuf::new(),
+        user: format!("system:serviceaccount:{namespace}:{name}"),
+        namespace,
+    };
+    Ok((identity, minted.stdout.trim().to_string()))
+}
+
 impl TestCluster {
     /// Installs an overlay's identity with kubectl as a cluster admin would (no warnings allowed) and returns a
     /// kubeconfig for its ServiceAccount. Namespaces the overlay creates that already exist are kept.
     pub async fn install_operator_identity(&self, overlay: &str) -> OperatorIdentity {
-        let yaml = identity_yaml(overlay);
-        let applied = self.kubectl().run_with_stdin(&["apply", "-f", "-"], Some(&yaml)).await;
-        let stderr = applied.stderr.clone();
-        let stdout = applied.expect_success(&format!("install the RBAC of manifests/{overlay}"));
-        assert!(
-            !stderr.contains("Warning"),
-            "kubectl apply of manifests/{overlay} warned:\n{stderr}\n{stdout}"
-        );
         if self.is_emulated() {
             self.emulator().decision_log().label(&format!("overlay:{overlay}"));
         }
-        let (namespace, name) = service_account_of(overlay);
-        let token = self
-            .kubectl()
-            .run(&["create", "token", &name, "-n", &namespace, "--duration=24h"])
+        let (mut identity, token) = install_identity(self.kubectl(), overlay)
             .await
-            .expect_success("mint a token for the manager's ServiceAccount");
+            .unwrap_or_else(|e| panic!("{e}"));
         let kubeconfig = self.dir().join(format!("kubeconfig-{overlay}").replace('/', "-"));
-        self.write_kubeconfig_for_token(&kubeconfig, token.trim());
-        OperatorIdentity {
-            kubeconfig,
-            user: format!("system:serviceaccount:{namespace}:{name}"),
-            namespace,
-        }
+        self.write_kubeconfig_for_token(&kubeconfig, &token);
+        identity.kubeconfig = kubeconfig;
+        identity
     }
 }

@@ -49,9 +49,25 @@ impl Default for Identity {
     }
 }
 
+/// How the manager is started.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Launcher {
+    /// The `manager` binary cargo built.
+    #[default]
+    Binary,
+    /// The shipped container image (an OCI archive written by `e2e/image.sh`), run with Debian's buildah
+    /// (`buildah run --isolation chroot`, the host's network) as user 65532 with the kubeconfig mounted read-only.
+    Image {
+        /// The OCI archive.
+        archive: PathBuf,
+    },
+}
+
 /// Extra settings for one manager process.
 #[derive(Clone, Debug, Default)]
 pub struct ManagerOptions {
+    /// How to start it.
+    pub launcher: Launcher,
     /// Extra command-line arguments (after the harness's own).
     pub args: Vec<String>,
     /// Extra environment variables.
@@ -74,6 +90,83 @@ pub struct ManagerProcess {
     /// The user the manager authenticates as, and the emulator's decision log to check its answers in.
     audit: Option<(String, Arc<DecisionLog>)>,
     pod_namespace: Option<String>,
+    /// The working container the image launcher runs the manager in (created on first start).
+    container: Option<ImageContainer>,
+}
+
+/// A buildah working container made from the image archive, with its own storage under the test's directory.
+struct ImageContainer {
+    storage: PathBuf,
+    name: String,
+    config_dir: PathBuf,
+}
+
+impl ImageContainer {
+    fn buildah(&self) -> std::process::Command {
+        let mut command = std::process::Command::new("buildah");
+        command
+            .arg("--root")
+            .arg(self.storage.join("root"))
+            .arg("--runroot")
+            .arg(self.storage.join("run"))
+            .arg("--storage-driver")
+            .arg("vfs");
+        command
+    }
+
+    fn create(archive: &Path, dir: &Path) -> Self {
+        assert!(
+            archive.exists(),
+            "the manager image {} does not exist; build it with `e2e/image.sh` (needs buildah: apt-get install buildah)",
+            archive.display()
+        );
+        let container = ImageContainer {
+            storage: dir.join("buildah"),
+            name: format!("manager-under-test-{}", std::process::id()),
+            config_dir: dir.join("image-config"),
+        };
+        let made = container
+            .buildah()
+            .args(["from", "--quiet", "--name", &container.name])
+            .arg(format!("oci-archive:{}", archive.display()))
+            .output()
+            .unwrap_or_else(|e| panic!("run buildah (apt-get install buildah): {e}"));
+        assert!(
+            made.status.success(),
+            "buildah from {} failed: {}",
+            archive.display(),
+            String::from_utf8_lossy(&made.stderr)
+        );
+        container
+    }
+
+    /// The command that runs the image's entrypoint with `args`, the kubeconfig copied where user 65532 reads it.
+    fn command(&self, kubeconfig: &Path, args: &[String], env: &[(String, String)]) -> Command {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::create_dir_all(&self.config_dir).expect("create the image config directory");
+        let copy = self.config_dir.join("kubeconfig");
+        std::fs::copy(kubeconfig, &copy).expect("copy the kubeconfig for the container");
+        for (path, mode) in [(&self.config_dir, 0o755), (&copy, 0o644)] {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("make it readable");
+        }
+        let mut command = Command::from(self.buildah());
+        command
+            .args(["run", "--isolation", "chroot", "--user", "65532:65532"])
+            .arg("--volume")
+            .arg(format!("{}:/config:ro", self.config_dir.display()))
+            .args(["--env", "KUBECONFIG=/config/kubeconfig"]);
+        for (key, value) in env.iter().filter(|(k, _)| k != "KUBECONFIG") {
+            command.arg("--env").arg(format!("{key}={value}"));
+        }
+        command.arg(&self.name).arg("--").arg("/manager").args(args);
+        command
+    }
+}
+
+impl Drop for ImageContainer {
+    fn drop(&mut self) {
+        let _ = self.buildah().args(["rm", &self.name]).output();
+    }
 }
 
 /// Path of the `manager` binary built by cargo (`target/<profile>/manager`, beside the test executable).
@@ -126,6 +219,7 @@ impl ManagerProcess {
             starts: 0,
             audit,
             pod_namespace: identity.map(|i| i.namespace),
+            container: None,
         };
         process.spawn().await;
         process
@@ -156,19 +250,45 @@ impl ManagerProcess {
         self.log_path = self.log_dir.join(format!("manager-{}.log", self.starts));
         let log = std::fs::File::create(&self.log_path).expect("create manager log");
         let err_log = log.try_clone().expect("clone log handle");
-        let mut command = Command::new(manager_binary());
-        command
-            .arg(format!("--metrics-bind-address=127.0.0.1:{metrics_port}"))
-            .arg(format!("--health-probe-bind-address=127.0.0.1:{health_port}"))
-            .arg("--log-format=text")
-            .args(&self.options.args)
-            .env("KUBECONFIG", &self.kubeconfig)
-            .envs(self.pod_namespace.iter().map(|ns| ("POD_NAMESPACE", ns.as_str())))
-            .env(
-                "LOG_LEVEL",
+        let args: Vec<String> = [
+            format!("--metrics-bind-address=127.0.0.1:{metrics_port}"),
+            format!("--health-probe-bind-address=127.0.0.1:{health_port}"),
+            "--log-format=text".to_string(),
+        ]
+        .into_iter()
+        .chain(self.options.args.iter().cloned())
+        .collect();
+        let mut env: Vec<(String, String)> = vec![
+            ("KUBECONFIG".into(), self.kubeconfig.to_string_lossy().into_owned()),
+            (
+                "LOG_LEVEL".into(),
                 std::env::var("E2E_MANAGER_LOG_LEVEL").unwrap_or_else(|_| "info,controllers=debug".into()),
-            )
-            .envs(self.options.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            ),
+        ];
+        env.extend(
+            self.pod_namespace
+                .iter()
+                .map(|ns| ("POD_NAMESPACE".to_string(), ns.clone())),
+        );
+        env.extend(self.options.env.iter().cloned());
+        let mut command = match &self.options.launcher {
+            Launcher::Binary => {
+                let mut command = Command::new(manager_binary());
+                command
+                    .args(&args)
+                    .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+                command
+            }
+            Launcher::Image { archive } => {
+                let container = self
+                    .container
+                    .get_or_insert_with(|| ImageContainer::create(archive, &self.log_dir));
+                container.command(&self.kubeconfig, &args, &env)
+            }
+        };
+        // Its own process group, so stopping it reaches everything it started (buildah's child, for the image).
+        command
+            .process_group(0)
             .stdout(Stdio::from(log))
             .stderr(Stdio::from(err_log))
             .kill_on_drop(true);
@@ -222,6 +342,7 @@ impl ManagerProcess {
     /// Kills the process with SIGKILL (no cleanup, like a node crash) and waits for it to die.
     pub async fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
+            signal_group(&child, nix::sys::signal::Signal::SIGKILL);
             let _ = child.kill().await;
         }
     }
@@ -231,10 +352,7 @@ impl ManagerProcess {
         let Some(mut child) = self.child.take() else {
             return true;
         };
-        if let Some(pid) = child.id() {
-            let pid = nix::unistd::Pid::from_raw(i32::try_from(pid).expect("pid fits in i32"));
-            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-        }
+        signal_group(&child, nix::sys::signal::Signal::SIGTERM);
         match tokio::time::timeout(Duration::from_secs(30), child.wait()).await {
             Ok(Ok(status)) => status.success(),
             _ => {
@@ -251,6 +369,13 @@ impl ManagerProcess {
     }
 }
 
+/// Sends `signal` to the child's process group (the manager, or buildah and the manager it runs).
+fn signal_group(child: &Child, signal: nix::sys::signal::Signal) {
+    if let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) {
+        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), signal);
+    }
+}
+
 fn tail(path: &Path, lines: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let all: Vec<&str> = text.lines().collect();
@@ -263,7 +388,7 @@ impl Drop for ManagerProcess {
             let refused = self.unexpected_forbidden();
             if !refused.is_empty() {
                 if let Some(child) = self.child.as_mut() {
-                    let _ = child.start_kill();
+                    signal_group(child, nix::sys::signal::Signal::SIGKILL);
                 }
                 let lines: Vec<String> = refused
                     .iter()
@@ -284,6 +409,7 @@ impl Drop for ManagerProcess {
             );
         }
         if let Some(child) = self.child.as_mut() {
+            signal_group(child, nix::sys::signal::Signal::SIGKILL);
             let _ = child.start_kill();
         }
     }

@@ -44,8 +44,9 @@ fn free_port() -> Result<u16, String> {
 }
 
 impl ManagerChild {
-    /// Starts the manager against `kubeconfig` with extra `args` and waits for `/readyz`.
-    pub async fn start(kubeconfig: &Path, log: &Path, args: &[String]) -> Result<Self, String> {
+    /// Starts the manager against `kubeconfig` (in `pod_namespace`, where its Lease would live) with extra
+    /// `args` and waits for `/readyz`.
+    pub async fn start(kubeconfig: &Path, pod_namespace: &str, log: &Path, args: &[String]) -> Result<Self, String> {
         let binary = manager_binary().await?;
         let (metrics, health) = (free_port()?, free_port()?);
         let out = std::fs::File::create(log).map_err(|e| e.to_string())?;
@@ -56,6 +57,7 @@ impl ManagerChild {
             .arg("--log-format=text")
             .args(args)
             .env("KUBECONFIG", kubeconfig)
+            .env("POD_NAMESPACE", pod_namespace)
             .stdout(Stdio::from(out))
             .stderr(Stdio::from(err))
             .kill_on_drop(true)

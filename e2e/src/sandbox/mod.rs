@@ -68,6 +68,7 @@ pub struct Sandbox {
     rancher: crate::rancher::ProjectSandbox,
     kubeconfig: PathBuf,
     manager_log: PathBuf,
+    manager_user: String,
 }
 
 impl Sandbox {
@@ -96,17 +97,24 @@ impl Sandbox {
             shutdown.clone(),
         ))];
 
+        // The manager runs as the shipped ServiceAccount, under the RBAC of manifests/default, as in a cluster.
+        let home = options.work_dir.join("kubectl-home");
+        std::fs::create_dir_all(&home).map_err(|e| SandboxError::start("kubectl home", e))?;
+        let kubectl = Kubectl::new(&options.kubeconfig, &home);
+        let (identity, token) = crate::harness::install::install_identity(&kubectl, "default")
+            .await
+            .map_err(|e| SandboxError::start("the operator's ServiceAccount and RBAC", e))?;
+        let manager_kubeconfig = options.work_dir.join("manager-kubeconfig");
+        api.write_kubeconfig_with_token(&manager_kubeconfig, &token)
+            .map_err(|e| SandboxError::start("the manager's kubeconfig", e))?;
+
         let manager_log = options.work_dir.join("manager.log");
         let mut args = Vec::new();
         args.extend(nebari.manager_args());
         args.extend(rancher.manager_args());
-        let manager = ManagerChild::start(&options.kubeconfig, &manager_log, &args)
+        let manager = ManagerChild::start(&manager_kubeconfig, &identity.namespace, &manager_log, &args)
             .await
             .map_err(|e| SandboxError::start("manager", e))?;
-
-        let home = options.work_dir.join("kubectl-home");
-        std::fs::create_dir_all(&home).map_err(|e| SandboxError::start("kubectl home", e))?;
-        let kubectl = Kubectl::new(&options.kubeconfig, &home);
         let samples = options.repo_root.join("manifests/samples");
         let samples = samples.to_string_lossy();
         let applied = kubectl.run(&["apply", "-k", &samples]).await;
@@ -123,6 +131,7 @@ impl Sandbox {
             rancher,
             kubeconfig: options.kubeconfig,
             manager_log,
+            manager_user: identity.user,
         })
     }
 
@@ -149,6 +158,17 @@ impl Sandbox {
     /// The API emulator's URL.
     pub fn url(&self) -> &str {
         self.api.url()
+    }
+
+    /// The requests the API server refused the manager so far (`METHOD path: message`): the shipped RBAC is
+    /// incomplete if there are any.
+    pub fn manager_refusals(&self) -> Vec<String> {
+        self.api
+            .forbidden_responses()
+            .into_iter()
+            .filter(|f| f.user == self.manager_user)
+            .map(|f| format!("{} {}: {}", f.method, f.path, f.message))
+            .collect()
     }
 
     /// Stops the manager (SIGTERM), the stand-ins and the emulators.

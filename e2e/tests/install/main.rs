@@ -104,3 +104,78 @@ async fn the_operator_namespace_enforces_pod_security_restricted_and_the_manager
         "{err}"
     );
 }
+
+/// The shipped image (`e2e/image.sh`) runs the manager as user 65532 with the shipped ServiceAccount's token
+/// against the API emulator until the NebariApp sample is Ready.
+#[tokio::test]
+async fn the_manager_image_runs_as_the_service_account_until_the_nebariapp_sample_is_ready() {
+    use e2e::harness::{Launcher, ManagerOptions, ManagerProcess};
+    use k8s_openapi::api::core::v1::Namespace;
+    use kube::api::Api;
+
+    let archive = std::env::var_os("E2E_IMAGE_ARCHIVE")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| repository_root().join("target/image/platform-operator.tar"));
+    let cluster = TestCluster::start().await;
+    let mut crds = crds::all();
+    crds.extend(third_party_crds::for_nebari());
+    cluster.install_crds(&crds).await;
+    let surroundings = e2e::sandbox::nebari::prepare(&cluster.client())
+        .await
+        .expect("prepare the sample's surroundings");
+    let mut args = vec!["--controllers=nebariapp".to_string()];
+    args.extend(surroundings.manager_args());
+    let manager = ManagerProcess::start(
+        &cluster,
+        ManagerOptions {
+            args,
+            launcher: Launcher::Image { archive },
+            ..ManagerOptions::default()
+        },
+    )
+    .await;
+    let sample = repository_root().join("manifests/samples/reconcilers_v1_nebariapp.yaml");
+    let (ok, out, err) = kubectl(
+        &cluster,
+        &["apply", "-n", "default", "-f", &sample.to_string_lossy()],
+        None,
+    )
+    .await;
+    assert!(ok, "{out}\n{err}");
+    // The cert-manager stand-in issues the sample's Certificate; the app is then Ready.
+    let certificate = "nebariapp-sample-default-cert";
+    wait_until("the sample's Certificate", Deadline::secs(60), || async {
+        let found = e2e::fixtures::standins::issue_certificate(&cluster.client(), "envoy-gateway-system", certificate)
+            .await
+            .is_ok();
+        Ok(found.then_some(()))
+    })
+    .await;
+    wait_until("the NebariApp sample Ready", Deadline::secs(60), || async {
+        let (_, out, _) = kubectl(
+            &cluster,
+            &["get", "nebariapp", "nebariapp-sample", "-n", "default", "-o", "json"],
+            None,
+        )
+        .await;
+        let app: Value = serde_json::from_str(&out).map_err(|e| e.to_string())?;
+        let ready = app["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True");
+        if ready {
+            Ok(Some(()))
+        } else {
+            Err(app["status"].to_string())
+        }
+    })
+    .await;
+    assert!(
+        manager.log().contains("nebariapp"),
+        "the log of the manager in the container is collected"
+    );
+    let namespaces: Api<Namespace> = Api::all(cluster.client());
+    assert!(namespaces.get_opt(OPERATOR_NAMESPACE).await.expect("get").is_some());
+    surroundings.stop().await;
+}
