@@ -39,7 +39,7 @@ if ! command -v buildah >/dev/null; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends buildah >/dev/null
 fi
 # The Python kubernetes client (a second real client for the API emulator's conformance suite).
-bash e2e/tests/python/setup-venv.sh
+bash e2e/kube-emulator/tests/python/setup-venv.sh
 export E2E_PYTHON="$tools/python-venv/bin/python"
 # A real OpenStack Keystone for the KeystoneApplicationCredential tests (PyPI; pinned; a no-op when current).
 e2e/keystone/install.sh "$tools/keystone-venv"

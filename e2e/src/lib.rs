@@ -1,13 +1,10 @@
 #![warn(missing_docs)]
-//! The end-to-end test substrate: a Kubernetes API emulator, emulators for Keycloak and Rancher,
-//! fixtures for the real systems the tests start (Keystone, Prometheus, the `manager` binary),
-//! and the `sandbox` that wires them together for people who want to try the operator without a cluster.
+//! The end-to-end test harness and fixtures: a control plane per test (an API emulator, or a real cluster),
+//! the real `manager` binary (or its image) run as the shipped ServiceAccount, kubectl as users run it, the real
+//! systems the tests start (Keystone, Prometheus) and the surroundings each controller expects. The emulators
+//! themselves are crates of their own beside this one (`kube-emulator`, `keycloak-emulator`,
+//! `rancher-emulator`, with `emulator-kit`); the story tests live in `tests/`.
 
-pub mod apiserver;
 pub mod fixtures;
 pub mod harness;
-pub mod keycloak;
 pub mod keystone;
-pub mod rancher;
-pub mod sandbox;
-pub mod tls;

@@ -375,7 +375,7 @@ fn the_schema_accepts_what_the_original_status_and_a_full_status_look_like() {
 
 #[test]
 fn every_field_path_of_the_original_crd_exists_in_ours() {
-    // The field paths of the published 0.0.3 CRD plus those later versions added (reference §1).
+    // The field paths of the published 0.0.3 CRD plus those later versions added.
     let original = [
         "spec.projectName",
         "spec.clusterId",

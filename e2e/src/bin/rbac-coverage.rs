@@ -19,9 +19,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use e2e::apiserver::auth::rbac::PolicyRule;
-use e2e::apiserver::auth::{Attributes, DecisionLogFile, DecisionRow, ResourceAttributes};
 use e2e::harness::install::{rendered, service_account_of};
+use kube_emulator::auth::rbac::PolicyRule;
+use kube_emulator::auth::{Attributes, DecisionLogFile, DecisionRow, ResourceAttributes};
 use serde_json::{Value, json};
 
 /// Command-line flags.

@@ -11,7 +11,7 @@ use kube::{Client, Config};
 
 use super::kubectl::Kubectl;
 use super::wait::{Deadline, wait_until};
-use crate::apiserver::{ApiServer, ServerConfig, ServerHandle};
+use kube_emulator::{ApiServer, ServerConfig, ServerHandle};
 
 /// Environment variable naming a kubeconfig of a real cluster to test against instead of the emulator.
 pub const REAL_CLUSTER_ENV: &str = "E2E_KUBECONFIG";

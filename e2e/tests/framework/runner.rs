@@ -4,13 +4,13 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use e2e::apiserver::Fault;
 use e2e::harness::{Deadline, TestCluster, wait_until};
 use framework::finalizer::FinalizerSpec;
 use framework::runner::{Context, Outcome, Reconciler};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
+use kube_emulator::Fault;
 use tokio::sync::Notify;
 
 use crate::support::{Journal, TestError, run};

@@ -81,7 +81,7 @@ async fn the_operator_namespace_enforces_pod_security_restricted_and_the_manager
         .expect("the install has a Deployment");
     let pod = &deployment["spec"]["template"]["spec"];
     assert_eq!(
-        e2e::apiserver::pod_security::restricted_violations(pod, &deployment["spec"]["template"]["metadata"]),
+        kube_emulator::pod_security::restricted_violations(pod, &deployment["spec"]["template"]["metadata"]),
         Vec::<String>::new()
     );
 
@@ -120,7 +120,7 @@ async fn the_manager_image_runs_as_the_service_account_until_the_nebariapp_sampl
     let mut crds = crds::all();
     crds.extend(third_party_crds::for_nebari());
     cluster.install_crds(&crds).await;
-    let surroundings = e2e::sandbox::nebari::prepare(&cluster.client())
+    let surroundings = e2e::fixtures::nebari_surroundings::prepare(&cluster.client())
         .await
         .expect("prepare the sample's surroundings");
     let mut args = vec!["--controllers=nebariapp".to_string()];

@@ -4,8 +4,8 @@
 
 use std::collections::BTreeSet;
 
-use e2e::apiserver::auth::rbac::PolicyRule;
 use e2e::harness::install::rendered;
+use kube_emulator::auth::rbac::PolicyRule;
 use serde_json::Value;
 
 fn kinds_named(overlay: &str, kind: &str) -> Vec<Value> {

@@ -6,9 +6,9 @@ use std::time::Duration;
 use controllers::keycloak::{
     Credentials, CredentialsProvider, ErrorKind, KeycloakClient, KeycloakConfig, KeycloakError, StaticCredentials,
 };
-use e2e::keycloak::{ClientSeed, EmulatorConfig, UserSeed};
 use framework::ReconcileError;
 use futures::future::BoxFuture;
+use keycloak_emulator::{ClientSeed, EmulatorConfig, UserSeed};
 use secrecy::SecretString;
 
 use crate::support::{REALM, TOKEN_ROUTE, client, client_config, route, start, start_with};

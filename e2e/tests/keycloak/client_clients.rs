@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use controllers::keycloak::{
     ClientSpec, ClientUpdate, DEVICE_GRANT_ATTRIBUTE, MapperChange, PKCE_METHOD_ATTRIBUTE, ProtocolMapper,
 };
-use e2e::keycloak::Fault;
+use keycloak_emulator::Fault;
 use secrecy::{ExposeSecret, SecretString};
 
 use crate::support::{realm, route, start};

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use controllers::keycloak::ErrorKind;
-use e2e::keycloak::{EmulatorConfig, Fault, GroupSeed, UserSeed};
+use keycloak_emulator::{EmulatorConfig, Fault, GroupSeed, UserSeed};
 
 use crate::support::{REALM, realm, route, start, start_with};
 

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use controllers::keycloak::{ErrorKind, KeycloakConfig};
-use e2e::keycloak::{DownMode, Fault};
 use framework::ReconcileError;
+use keycloak_emulator::{DownMode, Fault};
 
 use crate::support::{REALM, client_config, client_with, fast_http, realm, route, start};
 

@@ -2,7 +2,7 @@
 //! permission wired to exactly the requesting clients when it is on.
 
 use controllers::keycloak::{ClientSpec, ErrorKind, KeycloakError, TokenExchangeRequester};
-use e2e::keycloak::EmulatorConfig;
+use keycloak_emulator::EmulatorConfig;
 
 use crate::support::{REALM, realm, start, start_with};
 

@@ -1,7 +1,7 @@
 //! User lookups through the client: by username, email or id; unknown users reported, not fatal.
 
 use controllers::keycloak::UserRef;
-use e2e::keycloak::{EmulatorConfig, UserSeed};
+use keycloak_emulator::{EmulatorConfig, UserSeed};
 
 use crate::support::{REALM, realm, start_with};
 

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use crate::support::{REALM, admin, admin_token, get_json, location_id, start};
 
-async fn create_client(kc: &e2e::keycloak::EmulatorHandle, token: &str, body: Value) -> String {
+async fn create_client(kc: &keycloak_emulator::EmulatorHandle, token: &str, body: Value) -> String {
     let response = admin(kc, token, Method::POST, "/clients", Some(body)).await;
     assert_eq!(response.status(), 201);
     location_id(&response)

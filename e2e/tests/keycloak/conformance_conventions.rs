@@ -1,6 +1,6 @@
 //! Conventions shared by every endpoint: reference A0 and Part C items 2–4, 9 and 11.
 
-use e2e::keycloak::{EmulatorConfig, UserSeed};
+use keycloak_emulator::{EmulatorConfig, UserSeed};
 use reqwest::Method;
 use serde_json::{Value, json};
 

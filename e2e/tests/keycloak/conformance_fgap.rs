@@ -1,12 +1,12 @@
 //! Fine-grained admin permissions v1 and the token-exchange objects: reference A5 and Part C item 10.
 
-use e2e::keycloak::EmulatorConfig;
+use keycloak_emulator::EmulatorConfig;
 use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::support::{REALM, admin, admin_token, get_json, location_id, start, start_with};
 
-async fn client_id(kc: &e2e::keycloak::EmulatorHandle, token: &str, client_id: &str) -> String {
+async fn client_id(kc: &keycloak_emulator::EmulatorHandle, token: &str, client_id: &str) -> String {
     let response = admin(
         kc,
         token,

@@ -1,6 +1,6 @@
 //! The group tree: reference A3 and Part C items 4–6.
 
-use e2e::keycloak::{EmulatorConfig, GroupSeed, UserSeed};
+use keycloak_emulator::{EmulatorConfig, GroupSeed, UserSeed};
 use reqwest::Method;
 use serde_json::{Value, json};
 

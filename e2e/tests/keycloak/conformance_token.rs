@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use e2e::keycloak::{ClientSeed, EmulatorConfig, UserSeed};
+use keycloak_emulator::{ClientSeed, EmulatorConfig, UserSeed};
 use reqwest::Method;
 use serde_json::Value;
 

@@ -1,6 +1,6 @@
 //! Users and memberships: reference A2 and Part C items 5 and 7.
 
-use e2e::keycloak::{ClientSeed, EmulatorConfig, GroupSeed, UserSeed};
+use keycloak_emulator::{ClientSeed, EmulatorConfig, GroupSeed, UserSeed};
 use reqwest::Method;
 use serde_json::{Value, json};
 

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use e2e::harness::{Deadline, wait_until};
-use e2e::keycloak::{DownMode, EmulatorConfig, Fault};
+use keycloak_emulator::{DownMode, EmulatorConfig, Fault};
 use reqwest::Method;
 use serde_json::{Value, json};
 

@@ -1,6 +1,6 @@
-//! The Keycloak emulator pinned to the wire reference, and the shared Keycloak client driven against it.
+//! The Keycloak emulator pinned to Keycloak's wire behaviour, and the shared Keycloak client driven against it.
 //!
-//! `conformance_*` modules check the emulator against `shared/reference/keycloak-rancher-api.md` (each test
+//! `conformance_*` modules check the emulator against Keycloak 26's admin API (each test
 //! cites its section); `hooks` checks the test hooks; `client_*` modules exercise `controllers::keycloak`
 //! end to end over HTTP. Every test starts its own in-process emulator, so no state leaks between tests.
 

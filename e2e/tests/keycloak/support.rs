@@ -4,9 +4,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use controllers::keycloak::{Credentials, KeycloakClient, KeycloakConfig, RealmClient, StaticCredentials};
-use e2e::keycloak::{EmulatorConfig, EmulatorHandle, KeycloakEmulator};
 use framework::backoff::BackoffPolicy;
 use framework::http::HttpSettings;
+use keycloak_emulator::{EmulatorConfig, EmulatorHandle, KeycloakEmulator};
 use reqwest::{Method, Response};
 use secrecy::SecretString;
 use serde_json::Value;

@@ -5,9 +5,9 @@
 
 use std::time::Duration;
 
-use e2e::apiserver::Fault;
 use e2e::harness::{Deadline, wait_until};
 use kube::api::PostParams;
+use kube_emulator::Fault;
 
 use crate::support::{CREDENTIAL, Setup, World};
 

@@ -10,7 +10,7 @@ use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::api::{ObjectMeta, PostParams};
 use serde_json::json;
 
-use e2e::keycloak::DownMode;
+use keycloak_emulator::DownMode;
 
 use crate::support::{
     ADMIN_PASSWORD, KEYCLOAK_EXTERNAL_URL, REALM, Setup, World, breakdown_delta, condition, http_routes,
@@ -426,8 +426,8 @@ async fn generic_oidc_uses_the_client_secret_ref_once_it_exists_and_never_calls_
 
 #[tokio::test]
 async fn a_client_secret_ref_secret_is_noticed_through_a_metadata_only_watch_without_polling() {
-    use e2e::apiserver::hooks::ResponseForm;
     use kube::api::{Patch, PatchParams};
+    use kube_emulator::hooks::ResponseForm;
 
     let world = World::start(Setup::default()).await;
     let spec = json!({"routing": {}, "auth": {

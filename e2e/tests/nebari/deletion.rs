@@ -4,10 +4,10 @@
 
 use e2e::fixtures::standins;
 use e2e::harness::{Deadline, wait_until};
-use e2e::keycloak::DownMode;
 use gateway_api::httproutes::HttpRoute;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use keycloak_emulator::DownMode;
 use serde_json::json;
 
 use crate::support::{

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use e2e::keycloak::{ClientSeed, Fault, UserSeed};
+use keycloak_emulator::{ClientSeed, Fault, UserSeed};
 use serde_json::{Value, json};
 
 use crate::support::{REALM, Setup, World, condition};

@@ -105,9 +105,10 @@ async fn invalid_specs_are_refused_by_kubectl_apply_with_messages_naming_the_fie
     );
 }
 
-fn shared_reference(file: &str) -> PathBuf {
+/// Objects shaped like the original operator's published examples (`crds/tests/fixtures/original-shapes`).
+fn original_shape(file: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/reference/original-samples")
+        .join("../crds/tests/fixtures/original-shapes")
         .join(file)
 }
 
@@ -122,15 +123,12 @@ async fn the_original_samples_apply_unchanged_and_our_auth_sample_becomes_ready(
     let world = World::start(Setup::default()).await;
     world.cluster.create_namespace_named("dev-test", &[]).await;
     let kubectl = world.cluster.kubectl();
-    for file in [
-        "nebari-operator_config-samples_nebariapp.yaml",
-        "nebari-operator_dev-examples_nebariapp.yaml",
-    ] {
-        let path = shared_reference(file);
+    for file in ["nebariapp-config-samples.yaml", "nebariapp-dev-example.yaml"] {
+        let path = original_shape(file);
         let path = path.to_string_lossy();
         let namespaced = ["apply", "-n", world.namespace.as_str(), "-f", &path];
         // The dev example names its namespace (dev-test); the others land in the test namespace.
-        let args: &[&str] = if file.contains("dev-examples") {
+        let args: &[&str] = if file.contains("dev-example") {
             &["apply", "-f", &path]
         } else {
             &namespaced

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use controllers::rancher::{BindingTarget, Deletion, ErrorKind, Subject};
-use e2e::rancher::{DuplicateBindingPolicy, Fault, NamespaceSeed};
+use rancher_emulator::{DuplicateBindingPolicy, Fault, NamespaceSeed};
 
 use crate::support::Env;
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use controllers::rancher::wire::MANAGED_ANNOTATION;
 use controllers::rancher::{Deletion, ErrorKind, NewProject, ProjectQuotas, ProjectUpdate};
-use e2e::rancher::ProjectSeed;
+use rancher_emulator::ProjectSeed;
 
 use crate::support::Env;
 

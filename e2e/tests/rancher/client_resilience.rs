@@ -8,10 +8,10 @@ use std::time::Duration;
 use controllers::rancher::{
     BindingTarget, ErrorKind, NewProject, RancherClient, RancherError, StaticToken, Subject, TokenProvider,
 };
-use e2e::rancher::{ApiToken, Fault};
 use framework::ReconcileError;
 use framework::http::HttpSettings;
 use futures::future::BoxFuture;
+use rancher_emulator::{ApiToken, Fault};
 use secrecy::SecretString;
 
 use crate::support::{Env, quick_settings};

@@ -6,17 +6,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use controllers::rancher::{ErrorKind, SecretToken, TokenProvider};
-use e2e::apiserver::{ApiServer, ServerConfig};
-use e2e::rancher::ApiToken;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 use kube::api::{ObjectMeta, PostParams};
+use kube_emulator::{ApiServer, ServerConfig};
+use rancher_emulator::ApiToken;
 
 use crate::support::Env;
 
-async fn kube_client(server: &e2e::apiserver::ServerHandle) -> kube::Client {
+async fn kube_client(server: &kube_emulator::ServerHandle) -> kube::Client {
     server
-        .kube_client(e2e::apiserver::auth::ADMIN_TOKEN)
+        .kube_client(kube_emulator::auth::ADMIN_TOKEN)
         .await
         .expect("kube client")
 }

@@ -1,7 +1,7 @@
 //! Emulator conformance for role template bindings (Part B3 and Part C items 4 and 7 of
 //! `keycloak-rancher-api.md`).
 
-use e2e::rancher::{DuplicateBindingPolicy, RoleTemplateSeed};
+use rancher_emulator::{DuplicateBindingPolicy, RoleTemplateSeed};
 use serde_json::json;
 
 use crate::support::{Env, ids};
@@ -208,7 +208,7 @@ async fn binding_updates_cannot_change_role_project_or_subject() {
     assert_eq!(labelled.body["labels"]["a"], "b");
 }
 
-// Cluster-scope bindings (reference §1.1 0.4.0 CRTBs): `<clusterId>:crtb-xxxxx`, cluster-context templates only.
+// Cluster-scope bindings (as rancher-keycloak-operator 0.4.0 writes CRTBs): `<clusterId>:crtb-xxxxx`, cluster-context templates only.
 #[tokio::test]
 async fn crtbs_bind_groups_to_clusters() {
     let env = Env::start().await;

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use e2e::rancher::{Fault, NamespaceSeed, ProjectSeed};
+use rancher_emulator::{Fault, NamespaceSeed, ProjectSeed};
 use serde_json::json;
 
 use crate::support::{Env, ids, send};
@@ -100,7 +100,8 @@ async fn dropped_connections_and_the_down_switch_fail_requests_without_an_answer
 #[tokio::test]
 async fn seeding_and_inspection_work_in_process_and_over_http() {
     let env = Env::start().await;
-    env.rancher.add_cluster(&e2e::rancher::ClusterSeed::new("c-m-seeded"));
+    env.rancher
+        .add_cluster(&rancher_emulator::ClusterSeed::new("c-m-seeded"));
     let seeded = env
         .rancher
         .add_project(&ProjectSeed {
@@ -148,7 +149,7 @@ async fn seeding_and_inspection_work_in_process_and_over_http() {
 #[tokio::test]
 async fn tokens_can_be_added_and_revoked() {
     let env = Env::start().await;
-    let extra = e2e::rancher::ApiToken::random("user-second");
+    let extra = rancher_emulator::ApiToken::random("user-second");
     env.rancher.add_token(extra.clone());
     let with_extra = send(env.http.get(env.url("/v3/clusters")).bearer_auth(extra.bearer())).await;
     assert_eq!(with_extra.status, 200);

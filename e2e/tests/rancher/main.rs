@@ -1,6 +1,6 @@
 //! The Rancher emulator and the operator's Rancher client, in one test binary.
 //!
-//! `conformance_*` pins the emulator to `shared/reference/keycloak-rancher-api.md` Parts B and C (each test
+//! `conformance_*` pins the emulator to Rancher v3's wire behaviour (each test
 //! cites the section it checks); `hooks` covers the test hooks; `client_*` drives the operator's client
 //! (`controllers::rancher`) against the emulator.
 

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use controllers::rancher::{RancherClient, StaticToken, TokenProvider};
-use e2e::rancher::{RancherConfig, RancherEmulator, RancherHandle};
 use framework::backoff::BackoffPolicy;
 use framework::http::HttpSettings;
+use rancher_emulator::{RancherConfig, RancherEmulator, RancherHandle};
 use secrecy::SecretString;
 use serde_json::Value;
 

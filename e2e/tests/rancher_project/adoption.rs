@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use e2e::rancher::ProjectSeed;
+use rancher_emulator::ProjectSeed;
 use serde_json::json;
 
 use crate::support::{CLUSTER, NAMESPACE, Setup, World, condition, writer_labels, writer_spec};

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use e2e::rancher::ProjectSeed;
+use rancher_emulator::ProjectSeed;
 
 use crate::support::{
     CLUSTER, PARENT, Setup, World, binding, condition, group_name, group_path, wait_state, writer_labels, writer_spec,

@@ -2,10 +2,10 @@
 //! (with their namespaces; Rancher's Default and System projects left out) and counts the managed projects
 //! of its own cluster only.
 
-use e2e::rancher::{NamespaceSeed, ProjectSeed};
 use jiff::Timestamp;
 use kube::api::{Api, PostParams};
 use kube::core::DynamicObject;
+use rancher_emulator::{NamespaceSeed, ProjectSeed};
 use serde_json::{Value, json};
 
 use crate::support::{CLUSTER, NAMESPACE, OTHER_CLUSTER, Setup, World, rpi_resource, writer_labels, writer_spec};

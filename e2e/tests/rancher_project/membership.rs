@@ -2,7 +2,7 @@
 //! a user missing from Keycloak is pending (with a reason) and joins once the user is created, without anyone
 //! touching the CR.
 
-use e2e::keycloak::UserSeed;
+use keycloak_emulator::UserSeed;
 
 use crate::support::{
     REALM, Setup, World, binding, binding_status, condition, group_name, group_path, pending, synced, writer_labels,

@@ -1,8 +1,8 @@
 //! The namespaced install (`manifests/overlays/namespaced`): with Roles only (in the watched namespace and
 //! beside its credential Secrets) the controllers make the plugin-shaped sample Ready and the inventory counts it.
 
+use e2e::fixtures::rancher_surroundings::{ProjectSandboxOptions, sandbox_prepare};
 use e2e::harness::{Deadline, Identity, ManagerOptions, ManagerProcess, OPERATOR_NAMESPACE, TestCluster, wait_until};
-use e2e::rancher::{ProjectSandboxOptions, sandbox_prepare};
 use kube::api::Api;
 use kube::core::DynamicObject;
 use serde_json::Value;

@@ -2,7 +2,7 @@
 //! Keycloak outage shows on its condition while the phase stays `Updating`, and heals by itself; a role template
 //! Rancher refuses is `Error` at once.
 
-use e2e::keycloak::DownMode;
+use keycloak_emulator::DownMode;
 
 use crate::support::{
     Setup, World, binding, condition, group_name, group_path, synced, wait_members, writer_labels, writer_spec,

@@ -1,9 +1,9 @@
-//! The samples in `manifests/samples` reconcile against the surroundings `e2e::rancher::sandbox_prepare` makes
+//! The samples in `manifests/samples` reconcile against the surroundings `e2e::fixtures::rancher_surroundings::sandbox_prepare` makes
 //! (what the sandbox runs): the plugin-shaped sample becomes Ready with carol pending, the original operator's
 //! 0.0.3 example becomes Ready as it is, and the inventory reports its cluster.
 
+use e2e::fixtures::rancher_surroundings::{ProjectSandboxOptions, sandbox_prepare};
 use e2e::harness::{Deadline, Identity, ManagerOptions, ManagerProcess, TestCluster, wait_until};
-use e2e::rancher::{ProjectSandboxOptions, sandbox_prepare};
 use kube::api::Api;
 use kube::core::DynamicObject;
 use serde_json::Value;

@@ -4,9 +4,9 @@
 //! the next pass revokes it; before, the member stayed (counted as added by hand) and the PRTB and group were
 //! never deleted — access outliving its removal from the spec.
 
-use e2e::apiserver::Fault;
 use kube::api::PostParams;
 use kube::core::DynamicObject;
+use kube_emulator::Fault;
 use serde_json::Value;
 
 use crate::support::{

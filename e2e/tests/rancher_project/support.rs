@@ -5,8 +5,8 @@
 
 use std::collections::BTreeMap;
 
+use e2e::fixtures::rancher_surroundings::{ProjectSandbox, ProjectSandboxOptions, sandbox_prepare};
 use e2e::harness::{Deadline, Identity, ManagerOptions, ManagerProcess, TestCluster, wait_until};
-use e2e::rancher::{ProjectSandbox, ProjectSandboxOptions, sandbox_prepare};
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::core::{DynamicObject, GroupVersionKind};

@@ -5,9 +5,9 @@
 use std::collections::BTreeMap;
 
 use e2e::harness::{Deadline, wait_until};
-use e2e::keycloak::GroupSeed;
-use e2e::rancher::ProjectSeed;
+use keycloak_emulator::GroupSeed;
 use kube::api::{Patch, PatchParams};
+use rancher_emulator::ProjectSeed;
 use serde_json::{Value, json};
 
 use crate::support::{CLUSTER, NAMESPACE, PARENT, REALM, Setup, World, group_path, wait_state};
@@ -116,7 +116,7 @@ async fn the_original_operators_sample_applies_unchanged() {
         ..Setup::default()
     })
     .await;
-    let path = shared_file("original-samples/rancher-keycloak-operator-0.0.3_examples_test-project.yaml");
+    let path = original_shape("managedrancherproject-v0.0.3.yaml");
     let sample = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {path}: {e}"));
     world.cluster.kubectl().apply(&sample).await;
     let object = world.get("operator-test-project").await.expect("applied");
@@ -168,7 +168,7 @@ async fn a_cr_carrying_kopfs_finalizer_is_taken_over_and_deletes_cleanly() {
             "--server-side",
             "--force-conflicts",
             "-f",
-            &shared_file("original-crds/waldur.io_managedrancherprojects_v0.0.3.yaml"),
+            &original_shape("managedrancherproject-v0.0.3-crd.yaml"),
         ])
         .await
         .expect_success("install the 0.0.3 CRD");
@@ -261,14 +261,12 @@ async fn a_cr_carrying_kopfs_finalizer_is_taken_over_and_deletes_cleanly() {
     .await;
 }
 
-fn shared_file(relative: &str) -> String {
+/// A fixture shaped like rancher-keycloak-operator 0.0.3's published example or CRD
+/// (`crds/tests/fixtures/original-shapes`).
+fn original_shape(file: &str) -> String {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/reference")
-        .join(relative);
-    assert!(
-        path.exists(),
-        "{} is missing; shared/ must sit beside the checkout",
-        path.display()
-    );
+        .join("../crds/tests/fixtures/original-shapes")
+        .join(file);
+    assert!(path.exists(), "{} is missing", path.display());
     path.to_string_lossy().into_owned()
 }

@@ -1,0 +1,80 @@
+//! `sandbox`: runs the operator with no cluster. Starts the API emulator, the operator's surroundings and the
+//! `manager`, applies the samples, prints how to point kubectl at it, and stops everything on Ctrl-C.
+//!
+//! For scripts: `sandbox --kubeconfig PATH` writes the kubeconfig there and prints a line starting with
+//! `sandbox ready` once everything is up.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use sandbox::{Sandbox, SandboxOptions};
+
+/// Run the platform operator against an embedded Kubernetes API emulator.
+#[derive(Debug, Parser)]
+#[command(name = "sandbox", version, about)]
+struct Args {
+    /// Where to write the kubeconfig for kubectl.
+    #[arg(long, default_value = "target/sandbox/kubeconfig")]
+    kubeconfig: PathBuf,
+    /// Address of the API emulator.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    listen: SocketAddr,
+    /// Directory for logs and state.
+    #[arg(long, default_value = "target/sandbox")]
+    work_dir: PathBuf,
+}
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args = Args::parse();
+    let kubeconfig = std::path::absolute(&args.kubeconfig).unwrap_or(args.kubeconfig.clone());
+    let options = SandboxOptions {
+        kubeconfig: kubeconfig.clone(),
+        api_listen: args.listen,
+        work_dir: std::path::absolute(&args.work_dir).unwrap_or(args.work_dir.clone()),
+        repo_root: repo_root(),
+    };
+    println!("starting the sandbox (first run installs Keystone, which takes a minute)...");
+    let sandbox = match Sandbox::start(options).await {
+        Ok(sandbox) => sandbox,
+        Err(error) => {
+            eprintln!("sandbox: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    println!(
+        "sandbox ready: API {} kubeconfig {}",
+        sandbox.url(),
+        sandbox.kubeconfig().display()
+    );
+    println!();
+    println!("  export KUBECONFIG={}", sandbox.kubeconfig().display());
+    println!("  kubectl get nebariapps,appcred,mrp,rpi -A");
+    println!("  kubectl describe nebariapp nebariapp-sample");
+    println!();
+    println!(
+        "manager log: {}    Ctrl-C stops everything.",
+        sandbox.manager_log().display()
+    );
+    let _ = tokio::signal::ctrl_c().await;
+    println!("stopping...");
+    let refusals = sandbox.manager_refusals();
+    sandbox.stop().await;
+    if refusals.is_empty() {
+        return ExitCode::SUCCESS;
+    }
+    eprintln!(
+        "sandbox: the manager was answered Forbidden {} time(s) under the shipped RBAC (manifests/rbac):",
+        refusals.len()
+    );
+    for refusal in refusals {
+        eprintln!("  {refusal}");
+    }
+    ExitCode::FAILURE
+}

@@ -1,0 +1,198 @@
+//! The sandbox: the whole operator running with no cluster, for people who want to try it.
+//!
+//! It starts the API emulator and writes a kubeconfig, installs the operator's CRDs and the third-party ones it
+//! writes, prepares the surroundings each controller expects (shared Gateways, Keycloak, Rancher, a real
+//! Keystone, credentials Secrets), plays cert-manager and Envoy Gateway, starts the real `manager` binary, and
+//! applies `manifests/samples`. Everything stops on Ctrl-C.
+
+pub mod keystone;
+pub mod manager;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use kube::Client;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use e2e::fixtures::{standins, third_party_crds};
+use e2e::harness::Kubectl;
+use e2e::harness::cluster::client_for;
+use kube_emulator::{ApiServer, ServerConfig, ServerHandle};
+use manager::ManagerChild;
+
+/// How to start the sandbox.
+#[derive(Clone, Debug)]
+pub struct SandboxOptions {
+    /// Where to write the kubeconfig.
+    pub kubeconfig: PathBuf,
+    /// Address of the API emulator (port 0 picks a free port).
+    pub api_listen: SocketAddr,
+    /// Directory for logs and state (Keystone's database, the manager log).
+    pub work_dir: PathBuf,
+    /// The repository root (for `manifests/samples`).
+    pub repo_root: PathBuf,
+}
+
+/// Why the sandbox could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// A component failed to start.
+    #[error("{component}: {message}")]
+    Start {
+        /// Which component.
+        component: &'static str,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+impl SandboxError {
+    fn start(component: &'static str, message: impl ToString) -> Self {
+        SandboxError::Start {
+            component,
+            message: message.to_string(),
+        }
+    }
+}
+
+/// A running sandbox.
+pub struct Sandbox {
+    api: ServerHandle,
+    manager: ManagerChild,
+    shutdown: CancellationToken,
+    tasks: Vec<JoinHandle<()>>,
+    nebari: e2e::fixtures::nebari_surroundings::NebariSandbox,
+    keystone: keystone::KeystoneSandbox,
+    rancher: e2e::fixtures::rancher_surroundings::ProjectSandbox,
+    kubeconfig: PathBuf,
+    manager_log: PathBuf,
+    manager_user: String,
+}
+
+impl Sandbox {
+    /// Starts every component and applies the samples.
+    pub async fn start(options: SandboxOptions) -> Result<Self, SandboxError> {
+        std::fs::create_dir_all(&options.work_dir).map_err(|e| SandboxError::start("work directory", e))?;
+        let api = ApiServer::start(ServerConfig {
+            listen: options.api_listen,
+            ..ServerConfig::default()
+        })
+        .await
+        .map_err(|e| SandboxError::start("API emulator", e))?;
+        api.write_kubeconfig(&options.kubeconfig)
+            .map_err(|e| SandboxError::start("kubeconfig", e))?;
+        let client = client_for(&options.kubeconfig).await;
+        let shutdown = CancellationToken::new();
+
+        install_crds(&client).await?;
+        let nebari = e2e::fixtures::nebari_surroundings::prepare(&client)
+            .await
+            .map_err(|e| SandboxError::start("NebariApp surroundings", e))?;
+        let keystone = keystone::prepare(&client, &options.work_dir).await?;
+        let rancher = e2e::fixtures::rancher_surroundings::sandbox_prepare(
+            &client,
+            e2e::fixtures::rancher_surroundings::ProjectSandboxOptions::default(),
+        )
+        .await
+        .map_err(|e| SandboxError::start("Rancher and Keycloak for ManagedRancherProject", e))?;
+        let tasks = vec![tokio::spawn(standins::run_cert_manager(
+            client.clone(),
+            shutdown.clone(),
+        ))];
+
+        // The manager runs as the shipped ServiceAccount, under the RBAC of manifests/default, as in a cluster.
+        let home = options.work_dir.join("kubectl-home");
+        std::fs::create_dir_all(&home).map_err(|e| SandboxError::start("kubectl home", e))?;
+        let kubectl = Kubectl::new(&options.kubeconfig, &home);
+        let (identity, token) = e2e::harness::install::install_identity(&kubectl, "default")
+            .await
+            .map_err(|e| SandboxError::start("the operator's ServiceAccount and RBAC", e))?;
+        let manager_kubeconfig = options.work_dir.join("manager-kubeconfig");
+        api.write_kubeconfig_with_token(&manager_kubeconfig, &token)
+            .map_err(|e| SandboxError::start("the manager's kubeconfig", e))?;
+
+        let manager_log = options.work_dir.join("manager.log");
+        let mut args = Vec::new();
+        args.extend(nebari.manager_args());
+        args.extend(rancher.manager_args());
+        let manager = ManagerChild::start(&manager_kubeconfig, &identity.namespace, &manager_log, &args)
+            .await
+            .map_err(|e| SandboxError::start("manager", e))?;
+        let samples = options.repo_root.join("manifests/samples");
+        let samples = samples.to_string_lossy();
+        let applied = kubectl.run(&["apply", "-k", &samples]).await;
+        if !applied.success {
+            return Err(SandboxError::start("samples", applied.stderr));
+        }
+        Ok(Self {
+            api,
+            manager,
+            shutdown,
+            tasks,
+            nebari,
+            keystone,
+            rancher,
+            kubeconfig: options.kubeconfig,
+            manager_log,
+            manager_user: identity.user,
+        })
+    }
+
+    /// The kubeconfig to point kubectl at.
+    pub fn kubeconfig(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// The manager's log file.
+    pub fn manager_log(&self) -> &Path {
+        &self.manager_log
+    }
+
+    /// The Keycloak emulator's URL.
+    pub fn keycloak_url(&self) -> &str {
+        self.nebari.keycloak_url()
+    }
+
+    /// Keystone's URL.
+    pub fn keystone_url(&self) -> &str {
+        self.keystone.url()
+    }
+
+    /// The API emulator's URL.
+    pub fn url(&self) -> &str {
+        self.api.url()
+    }
+
+    /// The requests the API server refused the manager so far (`METHOD path: message`): the shipped RBAC is
+    /// incomplete if there are any.
+    pub fn manager_refusals(&self) -> Vec<String> {
+        self.api
+            .forbidden_responses()
+            .into_iter()
+            .filter(|f| f.user == self.manager_user)
+            .map(|f| format!("{} {}: {}", f.method, f.path, f.message))
+            .collect()
+    }
+
+    /// Stops the manager (SIGTERM), the stand-ins and the emulators.
+    pub async fn stop(mut self) {
+        self.manager.stop().await;
+        self.shutdown.cancel();
+        for task in self.tasks.drain(..) {
+            let _ = task.await;
+        }
+        self.nebari.stop().await;
+        self.keystone.stop();
+        self.rancher.stop().await;
+        self.api.shutdown().await;
+    }
+}
+
+async fn install_crds(client: &Client) -> Result<(), SandboxError> {
+    let mut all = crds::all();
+    all.extend(third_party_crds::for_nebari());
+    e2e::harness::cluster::install_crds(client, "sandbox", &all)
+        .await
+        .map_err(|e| SandboxError::start("CRDs", e))
+}
