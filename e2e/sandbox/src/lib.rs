@@ -7,6 +7,7 @@
 
 pub mod keystone;
 pub mod manager;
+pub mod surroundings;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -62,9 +63,9 @@ pub struct Sandbox {
     manager: ManagerChild,
     shutdown: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
-    nebari: e2e::fixtures::nebari_surroundings::NebariSandbox,
+    nebari: surroundings::nebari::NebariSandbox,
     keystone: keystone::KeystoneSandbox,
-    rancher: e2e::fixtures::rancher_surroundings::ProjectSandbox,
+    rancher: surroundings::rancher::ProjectSandbox,
     kubeconfig: PathBuf,
     manager_log: PathBuf,
     manager_user: String,
@@ -86,16 +87,14 @@ impl Sandbox {
         let shutdown = CancellationToken::new();
 
         install_crds(&client).await?;
-        let nebari = e2e::fixtures::nebari_surroundings::prepare(&client)
+        let nebari = surroundings::nebari::prepare(&client)
             .await
             .map_err(|e| SandboxError::start("NebariApp surroundings", e))?;
         let keystone = keystone::prepare(&client, &options.work_dir).await?;
-        let rancher = e2e::fixtures::rancher_surroundings::sandbox_prepare(
-            &client,
-            e2e::fixtures::rancher_surroundings::ProjectSandboxOptions::default(),
-        )
-        .await
-        .map_err(|e| SandboxError::start("Rancher and Keycloak for ManagedRancherProject", e))?;
+        let rancher =
+            surroundings::rancher::sandbox_prepare(&client, surroundings::rancher::ProjectSandboxOptions::default())
+                .await
+                .map_err(|e| SandboxError::start("Rancher and Keycloak for ManagedRancherProject", e))?;
         let tasks = vec![tokio::spawn(standins::run_cert_manager(
             client.clone(),
             shutdown.clone(),

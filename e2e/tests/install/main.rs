@@ -120,7 +120,7 @@ async fn the_manager_image_runs_as_the_service_account_until_the_nebariapp_sampl
     let mut crds = crds::all();
     crds.extend(third_party_crds::for_nebari());
     cluster.install_crds(&crds).await;
-    let surroundings = e2e::fixtures::nebari_surroundings::prepare(&cluster.client())
+    let surroundings = sandbox::surroundings::nebari::prepare(&cluster.client())
         .await
         .expect("prepare the sample's surroundings");
     let mut args = vec!["--controllers=nebariapp".to_string()];

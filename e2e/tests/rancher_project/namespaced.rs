@@ -1,10 +1,10 @@
 //! The namespaced install (`manifests/overlays/namespaced`): with Roles only (in the watched namespace and
 //! beside its credential Secrets) the controllers make the plugin-shaped sample Ready and the inventory counts it.
 
-use e2e::fixtures::rancher_surroundings::{ProjectSandboxOptions, sandbox_prepare};
 use e2e::harness::{Deadline, Identity, ManagerOptions, ManagerProcess, OPERATOR_NAMESPACE, TestCluster, wait_until};
 use kube::api::Api;
 use kube::core::DynamicObject;
+use sandbox::surroundings::rancher::{ProjectSandboxOptions, sandbox_prepare};
 use serde_json::Value;
 
 use crate::support::{NAMESPACE, is_ready, mrp_resource, rpi_resource};

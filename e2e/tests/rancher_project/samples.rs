@@ -1,11 +1,11 @@
-//! The samples in `manifests/samples` reconcile against the surroundings `e2e::fixtures::rancher_surroundings::sandbox_prepare` makes
+//! The samples in `manifests/samples` reconcile against the surroundings `sandbox::surroundings::rancher::sandbox_prepare` makes
 //! (what the sandbox runs): the plugin-shaped sample becomes Ready with carol pending, the original operator's
 //! 0.0.3 example becomes Ready as it is, and the inventory reports its cluster.
 
-use e2e::fixtures::rancher_surroundings::{ProjectSandboxOptions, sandbox_prepare};
 use e2e::harness::{Deadline, Identity, ManagerOptions, ManagerProcess, TestCluster, wait_until};
 use kube::api::Api;
 use kube::core::DynamicObject;
+use sandbox::surroundings::rancher::{ProjectSandboxOptions, sandbox_prepare};
 use serde_json::Value;
 
 use crate::support::{NAMESPACE, is_ready, mrp_resource, pending, rpi_resource};

@@ -5,12 +5,12 @@
 
 use std::collections::BTreeMap;
 
-use e2e::fixtures::rancher_surroundings::{ProjectSandbox, ProjectSandboxOptions, sandbox_prepare};
 use e2e::harness::{Deadline, Identity, ManagerOptions, ManagerProcess, TestCluster, wait_until};
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::core::{DynamicObject, GroupVersionKind};
 use kube::discovery::ApiResource;
+use sandbox::surroundings::rancher::{ProjectSandbox, ProjectSandboxOptions, sandbox_prepare};
 use serde_json::{Value, json};
 
 /// The Rancher cluster every test uses.

@@ -5,7 +5,7 @@
 
 use std::process::Output;
 
-use e2e::harness::{Deadline, wait_until};
+use emulator_kit::wait::{Deadline, wait_until};
 use serde_json::{Value, json};
 
 use crate::support::Env;

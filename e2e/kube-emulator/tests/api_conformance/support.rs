@@ -7,7 +7,7 @@ use std::process::Output;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use e2e::harness::{Deadline, wait_until};
+use emulator_kit::wait::{Deadline, wait_until};
 use kube_emulator::{ApiServer, ServerConfig, ServerHandle};
 use serde_json::{Value, json};
 
