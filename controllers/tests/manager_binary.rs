@@ -4,7 +4,7 @@
 use std::process::Command;
 
 use clap::CommandFactory;
-use controllers::cli::Cli;
+use controllers::manager::cli::Cli;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 
 fn manager(args: &[&str]) -> String {

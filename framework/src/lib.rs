@@ -2,7 +2,8 @@
 //! The generic reconcile framework every controller of this operator runs on.
 //!
 //! It holds mechanisms, never policy: how to run a reconciler ([`runner`]), guard external cleanup
-//! ([`finalizer`]), keep conditions ([`conditions`]) and write status only when it changed ([`status`]), apply
+//! ([`finalizer`]), keep conditions ([`conditions`]) and write status only when it changed ([`status`]), read Secrets
+//! at use time ([`secrets`]), apply
 //! and prune children ([`children`]), publish events without repeats ([`events`]), derive valid names
 //! ([`names`]), call external systems safely ([`http`], [`sanitize`]), watch related kinds by metadata only
 //! ([`metadata`]), and expose metrics, probes and leader election ([`metrics`], [`admin`], [`leader`]). It
@@ -26,6 +27,7 @@ pub mod names;
 pub mod namespaces;
 pub mod runner;
 pub mod sanitize;
+pub mod secrets;
 pub mod shutdown;
 pub mod status;
 

@@ -227,19 +227,52 @@ pub struct Runtime {
     pub readiness: Readiness,
     /// Cancelled once to stop every controller gracefully.
     pub shutdown: CancellationToken,
+    /// What every controller of the process runs with.
+    pub defaults: ControllerDefaults,
 }
 
-/// How one controller runs.
+/// Settings every controller of the process shares.
 #[derive(Clone, Debug)]
-pub struct RunSettings {
-    /// Reconciles running at once (per watched namespace).
-    pub concurrency: u16,
+pub struct ControllerDefaults {
     /// Namespaces to watch; empty means all.
     pub namespaces: Vec<String>,
+    /// Reconciles running at once, per controller and watched namespace.
+    pub concurrency: u16,
+    /// Field managers are `<prefix>-<controller name>`.
+    pub field_manager_prefix: String,
     /// Retry delays after errors.
     pub backoff: BackoffPolicy,
-    /// Field manager for finalizer, status and child writes.
-    pub field_manager: String,
+}
+
+impl Default for ControllerDefaults {
+    fn default() -> Self {
+        ControllerDefaults {
+            namespaces: Vec::new(),
+            concurrency: 4,
+            field_manager_prefix: "manager".into(),
+            backoff: BackoffPolicy::default(),
+        }
+    }
+}
+
+impl ControllerDefaults {
+    /// The server-side-apply field manager of the controller named `name`.
+    pub fn field_manager(&self, name: &str) -> String {
+        format!("{}-{name}", self.field_manager_prefix)
+    }
+}
+
+/// A started controller: runs until the runtime's shutdown token is cancelled.
+pub type Running = std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// A controller's configuration is unusable, so it cannot start.
+#[derive(Debug, thiserror::Error)]
+#[error("controller {controller}: {message}")]
+pub struct StartError {
+    /// Which controller.
+    pub controller: &'static str,
+    /// What is wrong, safe to print.
+    pub message: String,
 }
 
 struct State<R: Reconciler> {
@@ -270,39 +303,43 @@ impl<R: Reconciler> State<R> {
     }
 }
 
-/// Runs `reconciler` until `runtime.shutdown` is cancelled and in-flight reconciles have finished.
+/// Starts `reconciler` with the process's shared settings (watched namespaces, concurrency, backoff) under the
+/// field manager derived from its name; it runs until `runtime.shutdown` is cancelled and in-flight reconciles
+/// have finished.
 ///
 /// The caches it needs are registered with `runtime.readiness` before this returns, so `/readyz` cannot report
 /// ready between spawning the controller and its first poll.
-pub fn run<R: Reconciler>(reconciler: Arc<R>, runtime: Runtime, settings: RunSettings) -> impl Future<Output = ()> {
-    let scopes: Vec<Option<String>> = if settings.namespaces.is_empty() {
+pub fn start<R: Reconciler>(reconciler: Arc<R>, runtime: &Runtime) -> Running {
+    let namespaces = &runtime.defaults.namespaces;
+    let scopes: Vec<Option<String>> = if namespaces.is_empty() {
         vec![None]
     } else {
-        settings.namespaces.iter().cloned().map(Some).collect()
+        namespaces.iter().cloned().map(Some).collect()
     };
     let guards: Vec<ReadinessGuard> = scopes.iter().map(|_| runtime.readiness.register()).collect();
-    run_scopes(reconciler, runtime, settings, scopes, guards)
+    Box::pin(run_scopes(reconciler, runtime.clone(), scopes, guards))
 }
 
 async fn run_scopes<R: Reconciler>(
     reconciler: Arc<R>,
     runtime: Runtime,
-    settings: RunSettings,
     scopes: Vec<Option<String>>,
     guards: Vec<ReadinessGuard>,
 ) {
     let name = reconciler.name();
+    let defaults = &runtime.defaults;
+    let field_manager = defaults.field_manager(name);
     let state = Arc::new(State {
         finalizer: reconciler.finalizer(),
         reconciler: reconciler.clone(),
         context: Context {
             client: runtime.client.clone(),
-            events: EventPublisher::new(runtime.client.clone(), &settings.field_manager),
-            metrics: runtime.metrics.controller(name, settings.concurrency),
-            field_manager: settings.field_manager.clone(),
-            namespaces: WatchedNamespaces::new(settings.namespaces.clone()),
+            events: EventPublisher::new(runtime.client.clone(), &field_manager),
+            metrics: runtime.metrics.controller(name, defaults.concurrency),
+            field_manager,
+            namespaces: WatchedNamespaces::new(defaults.namespaces.clone()),
         },
-        backoff: settings.backoff,
+        backoff: defaults.backoff,
         failures: Mutex::new(HashMap::new()),
         in_flight: Mutex::new(HashMap::new()),
         next_id: AtomicU64::new(0),
@@ -312,20 +349,15 @@ async fn run_scopes<R: Reconciler>(
             client: runtime.client.clone(),
             namespace,
         };
-        run_scope(state.clone(), scope, runtime.clone(), settings.concurrency, guard)
+        run_scope(state.clone(), scope, runtime.clone(), guard)
     });
     futures::future::join_all(instances).await;
     tracing::info!(controller = name, "controller stopped");
 }
 
-async fn run_scope<R: Reconciler>(
-    state: Arc<State<R>>,
-    scope: Scope,
-    runtime: Runtime,
-    concurrency: u16,
-    guard: ReadinessGuard,
-) {
+async fn run_scope<R: Reconciler>(state: Arc<State<R>>, scope: Scope, runtime: Runtime, guard: ReadinessGuard) {
     let name = state.reconciler.name();
+    let concurrency = runtime.defaults.concurrency;
     let api: Api<R::Resource> = scope.api();
     let controller = Controller::new(api, watcher::Config::default());
     let controller = state

@@ -26,12 +26,11 @@ pub mod status;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::Args;
 use crds::keystone::{KeystoneAPI, KeystoneApplicationCredential};
 use framework::clock::{Clock, OffsetClock, SystemClock};
 use framework::finalizer::FinalizerSpec;
 use framework::http::HttpSettings;
-use framework::runner::{Context, Outcome, Reconciler, Runtime, Scope};
+use framework::runner::{Context, Outcome, Reconciler, Running, Runtime, Scope, StartError};
 use futures::{Stream, StreamExt};
 use jiff::SignedDuration;
 use k8s_openapi::api::core::v1::Secret;
@@ -41,64 +40,30 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource, ResourceExt};
 
-use crate::cli::Cli;
 use crate::keystone::{Endpoint, KeystoneClient};
-use crate::registry::{Running, StartError};
 use error::AcError;
 
 /// The controller's name (`--controllers`, metrics, events).
 pub const NAME: &str = "keystoneapplicationcredential";
-/// The field manager of everything this controller writes.
-pub const FIELD_MANAGER: &str = "platform-operator-keystoneapplicationcredential";
 /// The finalizer on KeystoneApplicationCredentials (keystone-operator's name, so a running system is taken over).
 pub const FINALIZER: &str = "openstack.org/applicationcredential";
 
-/// Manager settings of the KeystoneApplicationCredential controller.
-#[derive(Debug, Clone, Args)]
+/// Settings of the KeystoneApplicationCredential controller.
+#[derive(Debug, Clone)]
 pub struct KeystoneApplicationCredentialSettings {
     /// Keystone base URL used when the KeystoneAPI kind (keystone-operator) is not installed; where it is, each
     /// namespace's KeystoneAPI names Keystone.
-    #[arg(long = "keystone-url", env = "KEYSTONE_URL")]
-    pub keystone_url: Option<String>,
-
+    pub fallback_url: Option<String>,
     /// Domain of the service users.
-    #[arg(
-        long = "keystone-user-domain",
-        env = "KEYSTONE_USER_DOMAIN",
-        default_value = "Default"
-    )]
-    pub keystone_user_domain: String,
-
+    pub user_domain: String,
     /// Project the service users' tokens are scoped to (application credentials belong to it).
-    #[arg(long = "keystone-project", env = "KEYSTONE_PROJECT", default_value = "service")]
-    pub keystone_project: String,
-
+    pub project: String,
     /// Domain of that project.
-    #[arg(
-        long = "keystone-project-domain",
-        env = "KEYSTONE_PROJECT_DOMAIN",
-        default_value = "Default"
-    )]
-    pub keystone_project_domain: String,
-
-    /// Seconds allowed for one Keystone request.
-    #[arg(
-        long = "keystone-timeout-seconds",
-        env = "KEYSTONE_TIMEOUT_SECONDS",
-        default_value_t = 30
-    )]
-    pub keystone_timeout_seconds: u64,
-
-    /// TEST ONLY: runs this controller's clock ahead (or behind) by this many seconds, so end-to-end tests can
-    /// reach a rotation time without waiting days. Never set it in production.
-    #[arg(
-        long = "appcred-test-clock-offset-seconds",
-        env = "APPCRED_TEST_CLOCK_OFFSET_SECONDS",
-        default_value_t = 0,
-        allow_negative_numbers = true,
-        hide = true
-    )]
-    pub appcred_test_clock_offset_seconds: i64,
+    pub project_domain: String,
+    /// How long one Keystone request may take.
+    pub request_timeout: Duration,
+    /// TEST ONLY: runs the controller's clock this many seconds ahead (or behind).
+    pub test_clock_offset_seconds: i64,
 }
 
 /// The controller: its Keystone client, token scope, fallback endpoint and clock.
@@ -120,18 +85,17 @@ impl ApplicationCredentialController {
             message,
         };
         let http = HttpSettings {
-            request_timeout: Duration::from_secs(settings.keystone_timeout_seconds.max(1)),
+            request_timeout: settings.request_timeout.max(Duration::from_secs(1)),
             ..HttpSettings::default()
         };
         let keystone = KeystoneClient::new(http, metrics).map_err(|e| invalid(e.to_string()))?;
         let fallback_endpoint = settings
-            .keystone_url
+            .fallback_url
             .as_deref()
-            .filter(|url| !url.trim().is_empty())
             .map(Endpoint::parse)
             .transpose()
             .map_err(|e| invalid(format!("--keystone-url: {e}")))?;
-        let clock: Arc<dyn Clock> = match settings.appcred_test_clock_offset_seconds {
+        let clock: Arc<dyn Clock> = match settings.test_clock_offset_seconds {
             0 => Arc::new(SystemClock),
             offset => {
                 tracing::warn!(offset_seconds = offset, "test-only clock offset in use");
@@ -141,9 +105,9 @@ impl ApplicationCredentialController {
         Ok(Self {
             keystone,
             scope: credential::Scope {
-                user_domain: settings.keystone_user_domain.clone(),
-                project: settings.keystone_project.clone(),
-                project_domain: settings.keystone_project_domain.clone(),
+                user_domain: settings.user_domain.clone(),
+                project: settings.project.clone(),
+                project_domain: settings.project_domain.clone(),
             },
             fallback_endpoint,
             clock,
@@ -234,11 +198,10 @@ fn keystone_api_changes(api: Api<KeystoneAPI>) -> impl Stream<Item = ()> + Send 
         })
 }
 
-/// Starts the controller (the manager's registry entry).
-pub fn start(runtime: &Runtime, cli: &Cli) -> Result<Running, StartError> {
-    let controller =
-        ApplicationCredentialController::new(&cli.keystone_application_credential, Some(runtime.metrics.clone()))?;
-    Ok(crate::registry::running(controller, runtime, cli, FIELD_MANAGER))
+/// Starts the controller with its settings.
+pub fn start(runtime: &Runtime, settings: &KeystoneApplicationCredentialSettings) -> Result<Running, StartError> {
+    let controller = ApplicationCredentialController::new(settings, Some(runtime.metrics.clone()))?;
+    Ok(framework::runner::start(Arc::new(controller), runtime))
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use controllers::cli::{Cli, Command};
+use controllers::manager::cli::{Cli, Command};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -19,7 +19,7 @@ fn main() -> ExitCode {
             }
         };
     }
-    controllers::logging::init(cli.run.log_format, &cli.run.log_level);
+    controllers::manager::logging::init(cli.run.log_format, &cli.run.log_level);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {

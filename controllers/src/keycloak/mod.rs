@@ -29,6 +29,7 @@
 
 mod client;
 mod clients;
+mod connection;
 mod credentials;
 mod error;
 mod groups;
@@ -44,6 +45,7 @@ pub use client::{KeycloakClient, KeycloakConfig, RealmClient};
 pub use clients::{
     ClientSpec, ClientUpdate, DEVICE_GRANT_ATTRIBUTE, PKCE_METHOD_ATTRIBUTE, POST_LOGOUT_REDIRECT_URIS_ATTRIBUTE,
 };
+pub use connection::KeycloakConnection;
 pub use credentials::{ADMIN_CLI, Credentials, CredentialsProvider, StaticCredentials};
 pub use error::{ErrorKind, KeycloakError};
 pub use groups::{MAX_GROUP_NAME_CHARS, check_group_name};

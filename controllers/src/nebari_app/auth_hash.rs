@@ -41,8 +41,8 @@ pub fn auth_config_hash(
         "deviceFlowClient": auth.device_flow_client,
         "keycloakConfig": auth.keycloak_config,
         "tokenExchange": auth.token_exchange,
-        "realm": settings.keycloak_realm,
-        "keycloakURL": settings.keycloak_url,
+        "realm": settings.keycloak.realm,
+        "keycloakURL": settings.keycloak.url,
         "externalURL": settings.keycloak_external_url,
         "tokenExchangePeers": peers,
     });

@@ -5,11 +5,8 @@
 //! a steady-state reconcile makes no Keycloak call.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
-use std::time::Duration;
 
 use crds::nebari::{AuthConfig, AuthProvider, NebariApp, NebariAppStatus};
-use framework::http::HttpSettings;
 use framework::namespaces::WatchedNamespaces;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::ListParams;
@@ -21,10 +18,8 @@ use super::error::NebariAppError;
 use super::naming::AppNames;
 use super::oidc_secret::OidcSecretData;
 use super::security_policy::{DEFAULT_REDIRECT_PATH, scopes};
-use super::settings::NebariAppSettings;
 use crate::keycloak::{
-    Client, ClientSpec, ClientUpdate, ErrorKind, KeycloakClient, KeycloakConfig, KeycloakError, ProtocolMapper,
-    RealmClient, SecretCredentials, TokenExchangeRequester, UserRef,
+    Client, ClientSpec, ClientUpdate, ErrorKind, ProtocolMapper, RealmClient, TokenExchangeRequester, UserRef,
 };
 
 /// Description put on client scopes the operator creates.
@@ -57,26 +52,6 @@ pub fn ownership(client: &Client, names: &AppNames) -> Ownership {
         None if names.derived_client_ids().contains(&client.client_id) => Ownership::Adoptable,
         None => Ownership::Foreign(None),
     }
-}
-
-/// The Keycloak client configured from the manager settings.
-pub fn client(
-    settings: &NebariAppSettings,
-    kube: KubeClient,
-    metrics: Option<framework::metrics::Metrics>,
-) -> Result<KeycloakClient, KeycloakError> {
-    let mut config = KeycloakConfig::new(settings.keycloak_url.trim_end_matches('/'));
-    config.token_realm = settings.keycloak_admin_realm.clone();
-    config.http = HttpSettings {
-        request_timeout: Duration::from_secs(settings.keycloak_api_timeout_seconds.max(1)),
-        ..HttpSettings::default()
-    };
-    let provider = SecretCredentials::new(
-        kube,
-        &settings.keycloak_admin_secret_namespace,
-        &settings.keycloak_admin_secret_name,
-    );
-    KeycloakClient::new(config, Arc::new(provider), metrics)
 }
 
 /// What provisioning produced.
@@ -153,7 +128,7 @@ pub async fn provision(
     peers: &[String],
     previous_spa: Option<&str>,
 ) -> Result<ProvisionedClients, NebariAppError> {
-    let realm = controller.keycloak.realm(&controller.settings.keycloak_realm);
+    let realm = controller.keycloak.realm(&controller.settings.keycloak.realm);
     let host = &app.spec.hostname;
     let base = format!("{}://{host}", scheme(tls));
     let callback = auth
@@ -405,7 +380,7 @@ pub async fn delete_clients(
     if !(provisioned_before || provisions_now) || !controller.settings.keycloak_enabled {
         return Ok(());
     }
-    let realm = controller.keycloak.realm(&controller.settings.keycloak_realm);
+    let realm = controller.keycloak.realm(&controller.settings.keycloak.realm);
     let confidential = realm.find_client(&names.keycloak_client()).await?;
     if let Some(client) = confidential.filter(|c| !matches!(ownership(c, names), Ownership::Foreign(_))) {
         match realm.disable_client_management_permissions(&client.id).await {

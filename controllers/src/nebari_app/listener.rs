@@ -76,7 +76,7 @@ impl<'a> ListenerWriter<'a> {
             return Ok(ListenerOutcome::Ready);
         }
         let body = tls::gateway_apply_body(gateway, namespace, vec![desired]);
-        let params = PatchParams::apply(&self.names.listener_field_manager()).force();
+        let params = PatchParams::apply(&self.names.listener_field_manager(&self.ctx.field_manager)).force();
         match gateway_api(self.ctx, namespace)
             .patch(gateway, &params, &Patch::Apply(&body))
             .await
@@ -106,7 +106,7 @@ impl<'a> ListenerWriter<'a> {
         }
         let api = gateway_api(self.ctx, namespace);
         let body = tls::gateway_apply_body(gateway, namespace, Vec::new());
-        let params = PatchParams::apply(&self.names.listener_field_manager()).force();
+        let params = PatchParams::apply(&self.names.listener_field_manager(&self.ctx.field_manager)).force();
         api.patch(gateway, &params, &Patch::Apply(&body)).await.map_err(|e| {
             NebariAppError::api(
                 format!("withdrawing the listener from Gateway {namespace}/{gateway}"),

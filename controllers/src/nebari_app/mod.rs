@@ -34,7 +34,7 @@ use crds::thirdparty::envoy_gateway::SecurityPolicy;
 use framework::children::{ChildConfig, ChildSet};
 use framework::clock::{Clock, SystemClock};
 use framework::finalizer::FinalizerSpec;
-use framework::runner::{Context, Outcome, Reconciler, Runtime, Scope};
+use framework::runner::{Context, Outcome, Reconciler, Running, Runtime, Scope, StartError};
 use gateway_api::gateways::Gateway;
 use gateway_api::httproutes::HttpRoute;
 use k8s_openapi::api::core::v1::{Namespace, Secret, Service};
@@ -45,16 +45,12 @@ use kube::runtime::controller::Controller;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 
-use crate::cli::Cli;
 use crate::keycloak::KeycloakClient;
-use crate::registry::{Running, StartError};
 use error::NebariAppError;
 pub use settings::NebariAppSettings;
 
 /// The controller's name (`--controllers`, metrics, events).
 pub const NAME: &str = "nebariapp";
-/// The field manager of everything this controller writes (listeners use one per app, see `listener.rs`).
-pub const FIELD_MANAGER: &str = "platform-operator-nebariapp";
 /// Our finalizer on NebariApps.
 pub const FINALIZER: &str = "reconcilers.nebari.dev/finalizer";
 /// nebari-operator's finalizer, taken over.
@@ -85,7 +81,7 @@ impl NebariAppController {
         kube: kube::Client,
         metrics: Option<framework::metrics::Metrics>,
     ) -> Result<Self, StartError> {
-        let keycloak = keycloak_sync::client(&settings, kube, metrics).map_err(|e| StartError {
+        let keycloak = settings.keycloak.client(kube, metrics).map_err(|e| StartError {
             controller: NAME,
             message: e.to_string(),
         })?;
@@ -99,7 +95,7 @@ impl NebariAppController {
     /// The set collecting this reconcile's children.
     pub fn child_set(&self, ctx: &Context, app: &NebariApp) -> Result<ChildSet, NebariAppError> {
         let config = ChildConfig {
-            field_manager: FIELD_MANAGER.to_string(),
+            field_manager: ctx.field_manager.clone(),
             managed_by: MANAGED_BY.to_string(),
             owner_annotation: "nebari.dev/owner".to_string(),
             hash_annotation: "nebari.dev/applied-hash".to_string(),
@@ -287,13 +283,9 @@ fn apps_with_token_exchange(store: &Store<NebariApp>) -> Vec<ObjectRef<NebariApp
 }
 
 /// Starts the controller (the manager's registry entry).
-pub fn start(runtime: &Runtime, cli: &Cli) -> Result<Running, StartError> {
-    let controller = NebariAppController::new(
-        cli.nebari_app.clone(),
-        runtime.client.clone(),
-        Some(runtime.metrics.clone()),
-    )?;
-    Ok(crate::registry::running(controller, runtime, cli, FIELD_MANAGER))
+pub fn start(runtime: &Runtime, settings: NebariAppSettings) -> Result<Running, StartError> {
+    let controller = NebariAppController::new(settings, runtime.client.clone(), Some(runtime.metrics.clone()))?;
+    Ok(framework::runner::start(Arc::new(controller), runtime))
 }
 
 #[cfg(test)]

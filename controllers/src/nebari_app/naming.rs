@@ -98,13 +98,11 @@ impl AppNames {
         ]
     }
 
-    /// The field manager that owns this app's listener on the shared Gateway (one per app, so each app's
-    /// listener is an independently owned item of the `listeners` list-map).
-    pub fn listener_field_manager(&self) -> String {
-        truncate_with_hash(
-            &format!("platform-operator-nebariapp-{}-{}", self.namespace, self.app),
-            128,
-        )
+    /// The field manager that owns this app's listener on the shared Gateway: the controller's own
+    /// (`controller_manager`) suffixed with the app, so each app's listener is an independently owned item of the
+    /// `listeners` list-map.
+    pub fn listener_field_manager(&self, controller_manager: &str) -> String {
+        truncate_with_hash(&format!("{controller_manager}-{}-{}", self.namespace, self.app), 128)
     }
 }
 

@@ -161,17 +161,10 @@ pub fn is_listener_conflict(error: &kube::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
     use crds::nebari::{NebariAppSpec, RoutingConfig, RoutingTlsConfig, ServiceReference};
 
-    #[derive(Parser)]
-    struct Wrapper {
-        #[command(flatten)]
-        settings: NebariAppSettings,
-    }
-
     fn settings(issuer: &str) -> NebariAppSettings {
-        let mut s = Wrapper::parse_from(["test"]).settings;
+        let mut s = NebariAppSettings::example();
         s.cluster_issuer = issuer.to_string();
         s
     }

@@ -12,11 +12,13 @@
 //! The controller never builds a URL: paths live here.
 
 pub mod client;
+pub mod connection;
 pub mod error;
 pub mod token;
 pub mod wire;
 
 pub use client::{Deletion, RancherClient};
+pub use connection::RancherConnection;
 pub use error::{ErrorKind, RancherError};
 pub use token::{SecretToken, StaticToken, TokenProvider};
 pub use wire::{

@@ -17,27 +17,30 @@ use framework::clock::{Clock, SystemClock};
 use framework::conditions::{self, ConditionUpdate, READY};
 use framework::events::Severity;
 use framework::namespaces::WidestList;
-use framework::runner::{Context, Outcome, Reconciler, Runtime};
+use framework::runner::{Context, Outcome, Reconciler, Running, Runtime, StartError};
 use framework::status::{Precondition, write_if_changed};
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, ListParams};
 use kube::{Resource, ResourceExt};
 
-use crate::cli::Cli;
-use crate::rancher::RancherClient;
+use crate::rancher::{RancherClient, RancherConnection};
 use crate::rancher_project::error::MrpError;
 use crate::rancher_project::status::to_seconds;
-use crate::registry::{Running, StartError};
 
 /// The controller's name (`--controllers`, metrics, events).
 pub const NAME: &str = "rancherprojectinventory";
-/// The field manager of everything this controller writes.
-pub const FIELD_MANAGER: &str = "platform-operator-rancherprojectinventory";
 /// The shortest scan interval honoured (the CRD enforces it too).
 const MIN_INTERVAL_SECONDS: i64 = 10;
 
-/// The controller: the Rancher client (shared settings with ManagedRancherProject) and a clock.
+/// Settings of the RancherProjectInventory controller.
+#[derive(Debug, Clone)]
+pub struct RancherInventorySettings {
+    /// Rancher (the same one ManagedRancherProject uses); without it scans report `RancherNotConfigured`.
+    pub rancher: Option<RancherConnection>,
+}
+
+/// The controller: the Rancher client and a clock.
 pub struct InventoryController {
     rancher: Option<RancherClient>,
     clock: Arc<dyn Clock>,
@@ -46,16 +49,21 @@ pub struct InventoryController {
 }
 
 impl InventoryController {
-    /// Builds the controller from the ManagedRancherProject settings (same Rancher, same token).
+    /// Builds the controller from its settings.
     pub fn new(
-        settings: &crate::rancher_project::RancherProjectSettings,
+        settings: &RancherInventorySettings,
         kube: kube::Client,
         metrics: Option<framework::metrics::Metrics>,
     ) -> Result<Self, StartError> {
-        let rancher = settings.rancher_client(kube, metrics).map_err(|e| StartError {
-            controller: NAME,
-            message: format!("--rancher-url: {e}"),
-        })?;
+        let rancher = settings
+            .rancher
+            .as_ref()
+            .map(|rancher| rancher.client(kube, metrics))
+            .transpose()
+            .map_err(|e| StartError {
+                controller: NAME,
+                message: format!("--rancher-url: {e}"),
+            })?;
         Ok(Self {
             rancher,
             clock: Arc::new(SystemClock),
@@ -172,14 +180,10 @@ impl Reconciler for InventoryController {
     }
 }
 
-/// Starts the controller (the manager's registry entry).
-pub fn start(runtime: &Runtime, cli: &Cli) -> Result<Running, StartError> {
-    let controller = InventoryController::new(
-        &cli.managed_rancher_project,
-        runtime.client.clone(),
-        Some(runtime.metrics.clone()),
-    )?;
-    Ok(crate::registry::running(controller, runtime, cli, FIELD_MANAGER))
+/// Starts the controller with its settings.
+pub fn start(runtime: &Runtime, settings: RancherInventorySettings) -> Result<Running, StartError> {
+    let controller = InventoryController::new(&settings, runtime.client.clone(), Some(runtime.metrics.clone()))?;
+    Ok(framework::runner::start(Arc::new(controller), runtime))
 }
 
 #[cfg(test)]

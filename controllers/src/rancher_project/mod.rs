@@ -29,21 +29,17 @@ use std::sync::Arc;
 use crds::rancher::ManagedRancherProject;
 use framework::clock::{Clock, SystemClock};
 use framework::finalizer::FinalizerSpec;
-use framework::runner::{Context, Outcome, Reconciler, Runtime, Scope};
+use framework::runner::{Context, Outcome, Reconciler, Running, Runtime, Scope, StartError};
 use kube::runtime::controller::Controller;
 
-use crate::cli::Cli;
 use crate::keycloak::RealmClient;
 use crate::rancher::RancherClient;
-use crate::registry::{Running, StartError};
 use cluster_scope::Peers;
 use error::MrpError;
 pub use settings::RancherProjectSettings;
 
 /// The controller's name (`--controllers`, metrics, events).
 pub const NAME: &str = "managedrancherproject";
-/// The field manager of everything this controller writes.
-pub const FIELD_MANAGER: &str = "platform-operator-managedrancherproject";
 /// Our finalizer on ManagedRancherProjects.
 pub const FINALIZER: &str = "waldur.io/managed-rancher-project";
 /// The finalizer kopf (the original operator's framework) put on objects with a delete handler; taken over.
@@ -75,10 +71,16 @@ impl RancherProjectController {
             message,
         };
         let rancher = settings
-            .rancher_client(kube.clone(), metrics.clone())
+            .rancher
+            .as_ref()
+            .map(|rancher| rancher.client(kube.clone(), metrics.clone()))
+            .transpose()
             .map_err(|e| invalid(format!("--rancher-url: {e}")))?;
         let keycloak = settings
-            .keycloak_realm(kube, metrics)
+            .keycloak
+            .as_ref()
+            .map(|keycloak| keycloak.realm_client(kube, metrics))
+            .transpose()
             .map_err(|e| invalid(format!("--rancher-keycloak-url: {e}")))?;
         if rancher.is_none() {
             tracing::warn!("no --rancher-url: ManagedRancherProjects will report RancherNotConfigured");
@@ -123,12 +125,8 @@ impl Reconciler for RancherProjectController {
     }
 }
 
-/// Starts the controller (the manager's registry entry).
-pub fn start(runtime: &Runtime, cli: &Cli) -> Result<Running, StartError> {
-    let controller = RancherProjectController::new(
-        cli.managed_rancher_project.clone(),
-        runtime.client.clone(),
-        Some(runtime.metrics.clone()),
-    )?;
-    Ok(crate::registry::running(controller, runtime, cli, FIELD_MANAGER))
+/// Starts the controller with its settings.
+pub fn start(runtime: &Runtime, settings: RancherProjectSettings) -> Result<Running, StartError> {
+    let controller = RancherProjectController::new(settings, runtime.client.clone(), Some(runtime.metrics.clone()))?;
+    Ok(framework::runner::start(Arc::new(controller), runtime))
 }

@@ -355,7 +355,7 @@ impl<'a> Pass<'a> {
                 current,
                 &plan.members,
                 &managed,
-                self.controller.settings.rancher_authoritative_membership,
+                self.controller.settings.authoritative_membership,
             )
             .await;
             if !synced.added.is_empty() || !synced.removed.is_empty() {
@@ -853,7 +853,7 @@ pub async fn reconcile(
     let conditions = std::mem::take(&mut pass.conditions);
     status::set_conditions(&mut next, conditions, &applicable, mrp.meta().generation, now);
     let persistent = pass.errors.iter().any(MrpError::is_persistent);
-    next.phase = Some(status::phase(&next, persistent, now, controller.settings.error_after()));
+    next.phase = Some(status::phase(&next, persistent, now, controller.settings.error_after));
     status::stamp(&previous, &mut next, now);
 
     let object = mrp.object_ref(&());
@@ -877,7 +877,7 @@ pub async fn reconcile(
     match pass.errors.into_iter().next() {
         Some(error) => Err(error),
         None => Ok(Outcome::RequeueAfter(framework::http::jittered(
-            controller.settings.resync_interval(),
+            controller.settings.resync_interval,
             RESYNC_JITTER,
         ))),
     }

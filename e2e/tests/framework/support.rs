@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use e2e::harness::TestCluster;
 use framework::backoff::BackoffPolicy;
 use framework::metrics::Metrics;
-use framework::runner::{Readiness, RunSettings, Runtime};
+use framework::runner::{ControllerDefaults, Readiness, Runtime};
 use framework::{ErrorCategory, ReconcileError};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -90,14 +90,14 @@ pub fn run<R: framework::Reconciler>(cluster: &TestCluster, reconciler: Arc<R>, 
         metrics: metrics.clone(),
         readiness: readiness.clone(),
         shutdown: shutdown.clone(),
+        defaults: ControllerDefaults {
+            namespaces: vec![namespace.to_string()],
+            concurrency: 2,
+            field_manager_prefix: "framework-test".into(),
+            backoff: BackoffPolicy::default(),
+        },
     };
-    let settings = RunSettings {
-        concurrency: 2,
-        namespaces: vec![namespace.to_string()],
-        backoff: BackoffPolicy::default(),
-        field_manager: format!("framework-test-{}", reconciler.name()),
-    };
-    let task = tokio::spawn(framework::runner::run(reconciler, runtime, settings));
+    let task = tokio::spawn(framework::runner::start(reconciler, &runtime));
     Running {
         metrics,
         readiness,

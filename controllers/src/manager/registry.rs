@@ -1,49 +1,18 @@
 //! The one place controllers plug into the manager.
 //!
-//! Each controller contributes a [`ControllerEntry`]: its `--controllers` name and how to start it from the
-//! shared runtime and the parsed command line. Adding a controller means adding one line to [`all`].
+//! Each controller contributes a [`ControllerEntry`]: its `--controllers` name and how its flags become its
+//! settings. Adding a controller means adding one line to [`all`].
 
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::Arc;
+use framework::runner::{Running, Runtime, StartError};
 
-use framework::Reconciler;
-use framework::backoff::BackoffPolicy;
-use framework::runner::{self, RunSettings, Runtime};
-
-use crate::cli::Cli;
-
-/// A controller's future, running until the runtime's shutdown token is cancelled.
-pub type Running = Pin<Box<dyn Future<Output = ()> + Send>>;
-
-/// Failure to start a controller (bad configuration).
-#[derive(Debug, thiserror::Error)]
-#[error("controller {controller}: {message}")]
-pub struct StartError {
-    /// Which controller.
-    pub controller: &'static str,
-    /// What is wrong, safe to print.
-    pub message: String,
-}
+use super::cli::Cli;
 
 /// How to start one controller.
 pub struct ControllerEntry {
     /// The name used in `--controllers`, metrics and field managers.
     pub name: &'static str,
-    /// Builds the controller's future from the runtime and the command line.
+    /// Maps the command line to the controller's settings and starts it with them.
     pub start: fn(&Runtime, &Cli) -> Result<Running, StartError>,
-}
-
-/// Runs `reconciler` with the manager's shared settings (concurrency, watched namespaces, backoff) under
-/// `field_manager`: what every controller's `start` ends with.
-pub fn running<R: Reconciler>(reconciler: R, runtime: &Runtime, cli: &Cli, field_manager: &str) -> Running {
-    let settings = RunSettings {
-        concurrency: cli.run.max_concurrent_reconciles,
-        namespaces: cli.run.watch_namespaces.clone(),
-        backoff: BackoffPolicy::default(),
-        field_manager: field_manager.to_string(),
-    };
-    Box::pin(runner::run(Arc::new(reconciler), runtime.clone(), settings))
 }
 
 /// Every controller this manager can run.
@@ -51,19 +20,25 @@ pub fn all() -> Vec<ControllerEntry> {
     vec![
         ControllerEntry {
             name: crate::nebari_app::NAME,
-            start: crate::nebari_app::start,
+            start: |runtime, cli| crate::nebari_app::start(runtime, cli.nebari_app.settings()),
         },
         ControllerEntry {
             name: crate::application_credential::NAME,
-            start: crate::application_credential::start,
+            start: |runtime, cli| {
+                crate::application_credential::start(runtime, &cli.keystone_application_credential.settings())
+            },
         },
         ControllerEntry {
             name: crate::rancher_project::NAME,
-            start: crate::rancher_project::start,
+            start: |runtime, cli| {
+                crate::rancher_project::start(runtime, cli.managed_rancher_project.project_settings())
+            },
         },
         ControllerEntry {
             name: crate::rancher_inventory::NAME,
-            start: crate::rancher_inventory::start,
+            start: |runtime, cli| {
+                crate::rancher_inventory::start(runtime, cli.managed_rancher_project.inventory_settings())
+            },
         },
     ]
 }

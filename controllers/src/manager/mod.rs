@@ -1,4 +1,11 @@
 //! Wires the process together: client, admin server, leader election, and the selected controllers.
+//!
+//! The manager owns the command line: [`cli`] parses it and maps each controller's flags to that controller's
+//! settings, [`registry`] starts the selected controllers with them. Controllers never see the command line.
+
+pub mod cli;
+pub mod logging;
+pub mod registry;
 
 use framework::admin::{self, AdminState};
 use framework::leader::{LeaderSettings, Leadership};
@@ -6,8 +13,7 @@ use framework::metrics::Metrics;
 use framework::runner::{Readiness, Runtime};
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::Cli;
-use crate::registry;
+use cli::Cli;
 
 /// Why the manager stopped abnormally.
 #[derive(Debug, thiserror::Error)]
@@ -26,7 +32,7 @@ pub enum ManagerError {
     Select(#[from] registry::SelectError),
     /// A controller refused to start.
     #[error(transparent)]
-    Start(#[from] registry::StartError),
+    Start(#[from] framework::runner::StartError),
     /// Leader election failed or was lost.
     #[error(transparent)]
     Leader(#[from] framework::leader::LeaderError),
@@ -64,6 +70,7 @@ pub async fn run(cli: Cli) -> Result<(), ManagerError> {
         metrics: metrics.clone(),
         readiness,
         shutdown: shutdown.clone(),
+        defaults: cli.controller_defaults(),
     };
 
     let leadership = if cli.run.leader_elect {

@@ -2,7 +2,7 @@
 
 use tracing_subscriber::EnvFilter;
 
-use crate::cli::LogFormat;
+use super::cli::LogFormat;
 
 /// Installs the global subscriber. Invalid filters fall back to `info` with a warning.
 pub fn init(format: LogFormat, level: &str) {

@@ -1,0 +1,515 @@
+//! The `manager` command line: kubebuilder-style flags, each also settable through an environment variable, and
+//! their mapping into each controller's settings (controllers never see the command line).
+
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use framework::runner::ControllerDefaults;
+use framework::secrets::SecretRef;
+
+use crate::application_credential::KeystoneApplicationCredentialSettings;
+use crate::keycloak::KeycloakConnection;
+use crate::nebari_app::NebariAppSettings;
+use crate::rancher::RancherConnection;
+use crate::rancher_inventory::RancherInventorySettings;
+use crate::rancher_project::RancherProjectSettings;
+
+/// A Kubernetes operator hosting the NebariApp, KeystoneApplicationCredential and ManagedRancherProject
+/// controllers in one process.
+#[derive(Debug, Parser)]
+#[command(name = "manager", version)]
+pub struct Cli {
+    /// What to do; without a subcommand the manager runs the controllers.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    /// Settings of the controller manager.
+    #[command(flatten)]
+    pub run: RunArgs,
+
+    /// Flags of the KeystoneApplicationCredential controller.
+    #[command(flatten)]
+    pub keystone_application_credential: KeystoneFlags,
+
+    /// Flags of the NebariApp controller.
+    #[command(flatten)]
+    pub nebari_app: NebariAppFlags,
+
+    /// Flags of the ManagedRancherProject and RancherProjectInventory controllers.
+    #[command(flatten)]
+    pub managed_rancher_project: RancherFlags,
+}
+
+/// Subcommands besides running.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the controllers (the default).
+    Run,
+    /// Print every CustomResourceDefinition of the operator as YAML and exit.
+    Crds,
+}
+
+/// Log output format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// One JSON object per line (for log collectors).
+    Json,
+    /// Human-readable lines.
+    Text,
+}
+
+/// Settings shared by all controllers.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Address of the Prometheus metrics endpoint (`/metrics`); "0" disables it.
+    #[arg(long, env = "METRICS_BIND_ADDRESS", default_value = ":8080")]
+    pub metrics_bind_address: String,
+
+    /// Address of the health probes (`/healthz`, `/readyz`); "0" disables them.
+    #[arg(long, env = "HEALTH_PROBE_BIND_ADDRESS", default_value = ":8081")]
+    pub health_probe_bind_address: String,
+
+    /// Hold a Lease so that only one replica reconciles at a time.
+    #[arg(long, env = "LEADER_ELECT", default_value_t = false)]
+    pub leader_elect: bool,
+
+    /// Namespace of the leader-election Lease (default: the pod's namespace, else "default").
+    #[arg(long, env = "LEADER_ELECTION_NAMESPACE")]
+    pub leader_election_namespace: Option<String>,
+
+    /// Name of the leader-election Lease.
+    #[arg(long, env = "LEADER_ELECTION_ID", default_value = "platform-operator-leader")]
+    pub leader_election_id: String,
+
+    /// Namespace to watch; repeat the flag (or comma-separate the variable) for several. Empty watches all.
+    #[arg(long = "watch-namespace", env = "WATCH_NAMESPACE", value_delimiter = ',')]
+    pub watch_namespaces: Vec<String>,
+
+    /// Controllers to run, comma-separated, or "all".
+    #[arg(long, env = "CONTROLLERS", value_delimiter = ',', default_value = "all")]
+    pub controllers: Vec<String>,
+
+    /// Reconciles each controller runs at once (per watched namespace).
+    #[arg(long, env = "MAX_CONCURRENT_RECONCILES", default_value_t = 4)]
+    pub max_concurrent_reconciles: u16,
+
+    /// Log format.
+    #[arg(long, env = "LOG_FORMAT", value_enum, default_value = "json")]
+    pub log_format: LogFormat,
+
+    /// Log level or filter (e.g. `info`, `debug`, `info,controllers=debug`).
+    #[arg(long, env = "LOG_LEVEL", default_value = "info")]
+    pub log_level: String,
+}
+
+/// Flags of the NebariApp controller (nebari-operator's names and defaults; its environment variables work).
+#[derive(Debug, Clone, Args)]
+pub struct NebariAppFlags {
+    /// Name of the shared public Gateway (`spec.gateway: public`).
+    #[arg(
+        long = "nebari-public-gateway",
+        env = "NEBARI_PUBLIC_GATEWAY",
+        default_value = "nebari-gateway"
+    )]
+    pub public_gateway: String,
+
+    /// Name of the shared internal Gateway (`spec.gateway: internal`).
+    #[arg(
+        long = "nebari-internal-gateway",
+        env = "NEBARI_INTERNAL_GATEWAY",
+        default_value = "nebari-internal-gateway"
+    )]
+    pub internal_gateway: String,
+
+    /// Namespace of both shared Gateways (Certificates and TLS Secrets live there too).
+    #[arg(
+        long = "nebari-gateway-namespace",
+        env = "NEBARI_GATEWAY_NAMESPACE",
+        default_value = "envoy-gateway-system"
+    )]
+    pub gateway_namespace: String,
+
+    /// The Gateways' shared HTTPS listener, used when an app has no listener of its own.
+    #[arg(long = "nebari-https-section", env = "NEBARI_HTTPS_SECTION", default_value = "https")]
+    pub https_section: String,
+
+    /// The Gateways' shared HTTP listener, used when TLS is disabled.
+    #[arg(long = "nebari-http-section", env = "NEBARI_HTTP_SECTION", default_value = "http")]
+    pub http_section: String,
+
+    /// cert-manager ClusterIssuer for app certificates; empty means apps use the shared HTTPS listener.
+    #[arg(long = "nebari-cluster-issuer", env = "TLS_CLUSTER_ISSUER_NAME", default_value = "")]
+    pub cluster_issuer: String,
+
+    /// Provision Keycloak clients (false disables the keycloak provider, as KEYCLOAK_ENABLED=false did).
+    #[arg(long = "keycloak-enabled", env = "KEYCLOAK_ENABLED", default_value_t = true, action = clap::ArgAction::Set)]
+    pub keycloak_enabled: bool,
+
+    /// Keycloak base URL as the operator reaches it (include `/auth` for keycloakx).
+    #[arg(
+        long = "keycloak-url",
+        env = "KEYCLOAK_URL",
+        default_value = "http://keycloak-keycloakx-http.keycloak.svc.cluster.local:8080"
+    )]
+    pub keycloak_url: String,
+
+    /// Realm holding the apps' clients.
+    #[arg(long = "keycloak-realm", env = "KEYCLOAK_REALM", default_value = "nebari")]
+    pub keycloak_realm: String,
+
+    /// Realm the admin user logs into (admin-cli password grant).
+    #[arg(
+        long = "keycloak-admin-realm",
+        env = "KEYCLOAK_ADMIN_REALM",
+        default_value = "master"
+    )]
+    pub keycloak_admin_realm: String,
+
+    /// Secret with the Keycloak admin credentials (keys `username`/`password`, or `admin-username`/`admin-password`).
+    #[arg(
+        long = "keycloak-admin-secret-name",
+        env = "KEYCLOAK_ADMIN_SECRET_NAME",
+        default_value = "nebari-realm-admin-credentials"
+    )]
+    pub keycloak_admin_secret_name: String,
+
+    /// Namespace of the admin credentials Secret.
+    #[arg(
+        long = "keycloak-admin-secret-namespace",
+        env = "KEYCLOAK_ADMIN_SECRET_NAMESPACE",
+        default_value = "keycloak"
+    )]
+    pub keycloak_admin_secret_namespace: String,
+
+    /// In-cluster issuer base the gateway uses for discovery and token calls; defaults to the Keycloak URL.
+    #[arg(long = "keycloak-issuer-url", env = "KEYCLOAK_ISSUER_URL")]
+    pub keycloak_issuer_url: Option<String>,
+
+    /// Browser-facing Keycloak URL (authorize and logout endpoints, `issuer-url` in the OIDC Secret).
+    #[arg(long = "keycloak-external-url", env = "KEYCLOAK_EXTERNAL_URL")]
+    pub keycloak_external_url: Option<String>,
+
+    /// Timeout of each Keycloak request, in seconds.
+    #[arg(
+        long = "keycloak-api-timeout-seconds",
+        env = "KEYCLOAK_API_TIMEOUT_SECONDS",
+        default_value_t = 30
+    )]
+    pub keycloak_api_timeout_seconds: u64,
+}
+
+/// Flags of the KeystoneApplicationCredential controller.
+#[derive(Debug, Clone, Args)]
+pub struct KeystoneFlags {
+    /// Keystone base URL used when the KeystoneAPI kind (keystone-operator) is not installed; where it is, each
+    /// namespace's KeystoneAPI names Keystone.
+    #[arg(long = "keystone-url", env = "KEYSTONE_URL")]
+    pub keystone_url: Option<String>,
+
+    /// Domain of the service users.
+    #[arg(
+        long = "keystone-user-domain",
+        env = "KEYSTONE_USER_DOMAIN",
+        default_value = "Default"
+    )]
+    pub keystone_user_domain: String,
+
+    /// Project the service users' tokens are scoped to (application credentials belong to it).
+    #[arg(long = "keystone-project", env = "KEYSTONE_PROJECT", default_value = "service")]
+    pub keystone_project: String,
+
+    /// Domain of that project.
+    #[arg(
+        long = "keystone-project-domain",
+        env = "KEYSTONE_PROJECT_DOMAIN",
+        default_value = "Default"
+    )]
+    pub keystone_project_domain: String,
+
+    /// Seconds allowed for one Keystone request.
+    #[arg(
+        long = "keystone-timeout-seconds",
+        env = "KEYSTONE_TIMEOUT_SECONDS",
+        default_value_t = 30
+    )]
+    pub keystone_timeout_seconds: u64,
+
+    /// TEST ONLY: runs this controller's clock ahead (or behind) by this many seconds, so end-to-end tests can
+    /// reach a rotation time without waiting days. Never set it in production.
+    #[arg(
+        long = "appcred-test-clock-offset-seconds",
+        env = "APPCRED_TEST_CLOCK_OFFSET_SECONDS",
+        default_value_t = 0,
+        allow_negative_numbers = true,
+        hide = true
+    )]
+    pub appcred_test_clock_offset_seconds: i64,
+}
+
+/// Flags of the ManagedRancherProject and RancherProjectInventory controllers: where Rancher and Keycloak are,
+/// where their credentials live (Secrets read at use time, never flags), and the policies the original operator
+/// hard-wired.
+#[derive(Debug, Clone, Args)]
+pub struct RancherFlags {
+    /// Rancher server URL (e.g. `https://rancher.example.com`); without it every ManagedRancherProject reports
+    /// `RancherNotConfigured`.
+    #[arg(long = "rancher-url", env = "RANCHER_URL")]
+    pub rancher_url: Option<String>,
+
+    /// Secret holding the Rancher API token (`token-xxxxx:secret`, an admin or cluster-owner token).
+    #[arg(
+        long = "rancher-token-secret-name",
+        env = "RANCHER_TOKEN_SECRET_NAME",
+        default_value = "rancher-token"
+    )]
+    pub rancher_token_secret_name: String,
+
+    /// Namespace of that Secret (default: the manager's own namespace, `POD_NAMESPACE`).
+    #[arg(long = "rancher-token-secret-namespace", env = "RANCHER_TOKEN_SECRET_NAMESPACE")]
+    pub rancher_token_secret_namespace: Option<String>,
+
+    /// Key of the token in that Secret.
+    #[arg(
+        long = "rancher-token-secret-key",
+        env = "RANCHER_TOKEN_SECRET_KEY",
+        default_value = "token"
+    )]
+    pub rancher_token_secret_key: String,
+
+    /// Seconds allowed for one Rancher request.
+    #[arg(
+        long = "rancher-timeout-seconds",
+        env = "RANCHER_TIMEOUT_SECONDS",
+        default_value_t = 30
+    )]
+    pub rancher_timeout_seconds: u64,
+
+    /// Keycloak base URL for the projects' groups (include `/auth` for keycloakx); without it a project with
+    /// `spec.keycloak.enabled` reports `KeycloakNotConfigured`.
+    #[arg(long = "rancher-keycloak-url", env = "RANCHER_KEYCLOAK_URL")]
+    pub rancher_keycloak_url: Option<String>,
+
+    /// Realm holding the groups and users Rancher's Keycloak OIDC provider sees.
+    #[arg(
+        long = "rancher-keycloak-realm",
+        env = "RANCHER_KEYCLOAK_REALM",
+        default_value = "waldur"
+    )]
+    pub rancher_keycloak_realm: String,
+
+    /// Realm the admin logs into (admin-cli password grant or client credentials).
+    #[arg(
+        long = "rancher-keycloak-admin-realm",
+        env = "RANCHER_KEYCLOAK_ADMIN_REALM",
+        default_value = "master"
+    )]
+    pub rancher_keycloak_admin_realm: String,
+
+    /// Secret with the Keycloak admin credentials (`username`/`password`, `admin-username`/`admin-password`, or
+    /// `client-id`/`client-secret`).
+    #[arg(
+        long = "rancher-keycloak-admin-secret-name",
+        env = "RANCHER_KEYCLOAK_ADMIN_SECRET_NAME",
+        default_value = "rancher-keycloak-admin"
+    )]
+    pub rancher_keycloak_admin_secret_name: String,
+
+    /// Namespace of that Secret (default: the manager's own namespace, `POD_NAMESPACE`).
+    #[arg(
+        long = "rancher-keycloak-admin-secret-namespace",
+        env = "RANCHER_KEYCLOAK_ADMIN_SECRET_NAMESPACE"
+    )]
+    pub rancher_keycloak_admin_secret_namespace: Option<String>,
+
+    /// Seconds allowed for one Keycloak request.
+    #[arg(
+        long = "rancher-keycloak-timeout-seconds",
+        env = "RANCHER_KEYCLOAK_TIMEOUT_SECONDS",
+        default_value_t = 30
+    )]
+    pub rancher_keycloak_timeout_seconds: u64,
+
+    /// Seconds between drift checks of a project (jittered by ±10 %): Rancher and Keycloak cannot be watched,
+    /// so this is how long a group, binding or membership changed behind the operator's back may stay wrong.
+    #[arg(
+        long = "rancher-resync-interval-seconds",
+        env = "RANCHER_RESYNC_INTERVAL_SECONDS",
+        default_value_t = 300
+    )]
+    pub rancher_resync_interval_seconds: u64,
+
+    /// Make membership authoritative: remove every group member the spec does not list, including users added
+    /// by hand in Keycloak. By default only members the operator added are ever removed.
+    #[arg(
+        long = "rancher-authoritative-membership",
+        env = "RANCHER_AUTHORITATIVE_MEMBERSHIP",
+        default_value_t = false
+    )]
+    pub rancher_authoritative_membership: bool,
+
+    /// Seconds a transient failure (Rancher or Keycloak unreachable, 5xx) may last before the phase becomes
+    /// `Error`; refused requests (bad token, unknown role template) are `Error` at once.
+    #[arg(
+        long = "rancher-error-after-seconds",
+        env = "RANCHER_ERROR_AFTER_SECONDS",
+        default_value_t = 600
+    )]
+    pub rancher_error_after_seconds: u64,
+}
+
+/// The configured namespace, else the manager's own (`POD_NAMESPACE`), else `default`.
+fn own_namespace(configured: Option<&str>) -> String {
+    configured
+        .map(str::trim)
+        .filter(|ns| !ns.is_empty())
+        .map(str::to_string)
+        .or_else(|| std::env::var("POD_NAMESPACE").ok().filter(|ns| !ns.is_empty()))
+        .unwrap_or_else(|| "default".to_string())
+}
+
+fn seconds(value: u64) -> Duration {
+    Duration::from_secs(value)
+}
+
+impl Cli {
+    /// What every controller runs with.
+    pub fn controller_defaults(&self) -> ControllerDefaults {
+        ControllerDefaults {
+            namespaces: self.run.watch_namespaces.clone(),
+            concurrency: self.run.max_concurrent_reconciles,
+            field_manager_prefix: FIELD_MANAGER_PREFIX.to_string(),
+            backoff: framework::backoff::BackoffPolicy::default(),
+        }
+    }
+}
+
+/// Field managers are `platform-operator-<controller>`.
+pub const FIELD_MANAGER_PREFIX: &str = "platform-operator";
+
+impl NebariAppFlags {
+    /// The NebariApp controller's settings.
+    pub fn settings(&self) -> NebariAppSettings {
+        NebariAppSettings {
+            public_gateway: self.public_gateway.clone(),
+            internal_gateway: self.internal_gateway.clone(),
+            gateway_namespace: self.gateway_namespace.clone(),
+            https_section: self.https_section.clone(),
+            http_section: self.http_section.clone(),
+            cluster_issuer: self.cluster_issuer.clone(),
+            keycloak_enabled: self.keycloak_enabled,
+            keycloak: KeycloakConnection {
+                url: self.keycloak_url.clone(),
+                realm: self.keycloak_realm.clone(),
+                admin_realm: self.keycloak_admin_realm.clone(),
+                admin_secret: SecretRef::new(&self.keycloak_admin_secret_namespace, &self.keycloak_admin_secret_name),
+                request_timeout: seconds(self.keycloak_api_timeout_seconds),
+            },
+            keycloak_issuer_url: self.keycloak_issuer_url.clone(),
+            keycloak_external_url: self.keycloak_external_url.clone(),
+        }
+    }
+}
+
+impl KeystoneFlags {
+    /// The KeystoneApplicationCredential controller's settings.
+    pub fn settings(&self) -> KeystoneApplicationCredentialSettings {
+        KeystoneApplicationCredentialSettings {
+            fallback_url: self.keystone_url.clone().filter(|url| !url.trim().is_empty()),
+            user_domain: self.keystone_user_domain.clone(),
+            project: self.keystone_project.clone(),
+            project_domain: self.keystone_project_domain.clone(),
+            request_timeout: seconds(self.keystone_timeout_seconds),
+            test_clock_offset_seconds: self.appcred_test_clock_offset_seconds,
+        }
+    }
+}
+
+impl RancherFlags {
+    fn rancher(&self) -> Option<RancherConnection> {
+        let url = self.rancher_url.as_deref().map(str::trim).filter(|u| !u.is_empty())?;
+        Some(RancherConnection {
+            url: url.to_string(),
+            token_secret: SecretRef::new(
+                own_namespace(self.rancher_token_secret_namespace.as_deref()),
+                &self.rancher_token_secret_name,
+            ),
+            token_key: self.rancher_token_secret_key.clone(),
+            request_timeout: seconds(self.rancher_timeout_seconds),
+        })
+    }
+
+    /// The ManagedRancherProject controller's settings.
+    pub fn project_settings(&self) -> RancherProjectSettings {
+        let keycloak = self
+            .rancher_keycloak_url
+            .as_deref()
+            .map(str::trim)
+            .filter(|u| !u.is_empty())
+            .map(|url| KeycloakConnection {
+                url: url.to_string(),
+                realm: self.rancher_keycloak_realm.clone(),
+                admin_realm: self.rancher_keycloak_admin_realm.clone(),
+                admin_secret: SecretRef::new(
+                    own_namespace(self.rancher_keycloak_admin_secret_namespace.as_deref()),
+                    &self.rancher_keycloak_admin_secret_name,
+                ),
+                request_timeout: seconds(self.rancher_keycloak_timeout_seconds),
+            });
+        RancherProjectSettings {
+            rancher: self.rancher(),
+            keycloak,
+            resync_interval: seconds(self.rancher_resync_interval_seconds.max(1)),
+            authoritative_membership: self.rancher_authoritative_membership,
+            error_after: seconds(self.rancher_error_after_seconds),
+        }
+    }
+
+    /// The RancherProjectInventory controller's settings.
+    pub fn inventory_settings(&self) -> RancherInventorySettings {
+        RancherInventorySettings {
+            rancher: self.rancher(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, Parser};
+
+    use super::*;
+
+    #[test]
+    fn every_flag_maps_into_its_controllers_settings() {
+        // Catches flag or field names that collide between controllers (clap checks on first parse).
+        Cli::command().debug_assert();
+        let cli = Cli::parse_from([
+            "manager",
+            "--rancher-url=https://rancher.example.com",
+            "--rancher-token-secret-namespace=ops",
+            "--rancher-keycloak-url=http://keycloak:8080",
+            "--rancher-resync-interval-seconds=2",
+            "--rancher-authoritative-membership",
+            "--keycloak-url=http://kc:8080/auth/",
+            "--keycloak-admin-secret-namespace=kc",
+            "--watch-namespace=a,b",
+        ]);
+        let projects = cli.managed_rancher_project.project_settings();
+        let rancher = projects.rancher.expect("Rancher configured");
+        assert_eq!(rancher.url, "https://rancher.example.com");
+        assert_eq!(rancher.token_secret, SecretRef::new("ops", "rancher-token"));
+        assert_eq!(rancher.token_key, "token");
+        assert_eq!(projects.resync_interval, Duration::from_secs(2));
+        assert!(projects.authoritative_membership);
+        assert_eq!(projects.keycloak.expect("Keycloak configured").realm, "waldur");
+        let nebari = cli.nebari_app.settings();
+        assert_eq!(
+            nebari.keycloak.admin_secret,
+            SecretRef::new("kc", "nebari-realm-admin-credentials")
+        );
+        assert_eq!(nebari.internal_issuer(), "http://kc:8080/auth/realms/nebari");
+        let defaults = cli.controller_defaults();
+        assert_eq!(defaults.namespaces, vec!["a", "b"]);
+        assert_eq!(defaults.field_manager("nebariapp"), "platform-operator-nebariapp");
+        assert_eq!(cli.keystone_application_credential.settings().fallback_url, None);
+    }
+}
