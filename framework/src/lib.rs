@@ -2,8 +2,8 @@
 //! The generic reconcile framework every controller of this operator runs on.
 //!
 //! It holds mechanisms, never policy: how to run a reconciler ([`runner`]), guard external cleanup
-//! ([`finalizer`]), keep conditions ([`conditions`]) and write status only when it changed ([`status`]), read Secrets
-//! at use time ([`secrets`]), apply
+//! ([`finalizer`]), keep conditions ([`conditions`]) and publish status one way ([`status`]), re-read what the cache may
+//! not show yet ([`live`]), read Secrets at use time ([`secrets`]), apply
 //! and prune children ([`children`]), publish events without repeats ([`events`]), derive valid names
 //! ([`names`]), call external systems safely ([`http`], [`sanitize`]), watch related kinds by metadata only
 //! ([`metadata`]), and expose metrics, probes and leader election ([`metrics`], [`admin`], [`leader`]). It
@@ -21,6 +21,7 @@ pub mod finalizer;
 pub mod http;
 pub mod kube_client;
 pub mod leader;
+pub mod live;
 pub mod metadata;
 pub mod metrics;
 pub mod names;

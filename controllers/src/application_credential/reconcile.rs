@@ -21,6 +21,7 @@ use framework::conditions::ConditionUpdate;
 use framework::events::Severity;
 use framework::finalizer::{self, FinalizerSpec};
 use framework::runner::{Context, Outcome};
+use framework::status::Published;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, ListParams, PartialObjectMeta};
@@ -54,16 +55,16 @@ pub async fn reconcile(
     let namespace = ac.namespace().unwrap_or_default();
 
     if let Err(error) = rotation::validate(&ac.spec) {
-        return report(&ac, ctx, error, None, now).await;
+        return report(controller, &ac, ctx, error, None, now).await;
     }
     let keystone = match endpoint::resolve(&ctx.client, &namespace, controller.fallback_endpoint.as_ref()).await {
         Ok(keystone) => keystone,
-        Err(error) => return report(&ac, ctx, error, None, now).await,
+        Err(error) => return report(controller, &ac, ctx, error, None, now).await,
     };
     let mut ac = ac;
     let mut secrets = match list_secrets(ctx, &ac).await {
         Ok(secrets) => secrets,
-        Err(error) => return report(&ac, ctx, error, Some(&keystone), now).await,
+        Err(error) => return report(controller, &ac, ctx, error, Some(&keystone), now).await,
     };
 
     let mut minted: Option<(RotationReason, NewCredential)> = None;
@@ -71,17 +72,16 @@ pub async fn reconcile(
         // The informer may lag behind our own last status write: decide on a fresh copy, so a credential that
         // was just recorded is never minted twice.
         let api: Api<KeystoneApplicationCredential> = Api::namespaced(ctx.client.clone(), &namespace);
-        let fresh = api
-            .get_opt(&ac.name_any())
+        let fresh = framework::live::reread(&api, ac.as_ref())
             .await
             .map_err(AcError::kube("reading the credential"))?;
-        let Some(fresh) = fresh.filter(|f| f.uid() == ac.uid() && f.meta().deletion_timestamp.is_none()) else {
+        let Some(fresh) = fresh.filter(|f| f.meta().deletion_timestamp.is_none()) else {
             return Ok(Outcome::Done);
         };
         ac = Arc::new(fresh);
         secrets = match list_secrets(ctx, &ac).await {
             Ok(secrets) => secrets,
-            Err(error) => return report(&ac, ctx, error, Some(&keystone), now).await,
+            Err(error) => return report(controller, &ac, ctx, error, Some(&keystone), now).await,
         };
         if let Some(reason) = needs_rotation(&ac, &secrets, now) {
             let minter = Minter {
@@ -93,21 +93,19 @@ pub async fn reconcile(
             };
             match minter.mint(&ac, &keystone).await {
                 Ok(new) => minted = Some((reason, new)),
-                Err(error) => return report(&ac, ctx, error, Some(&keystone), now).await,
+                Err(error) => return report(controller, &ac, ctx, error, Some(&keystone), now).await,
             }
         }
     }
 
-    let mut desired = ac.status.clone().unwrap_or_default();
+    let mut update = status::begin(&ac, now);
     if let Some((reason, new)) = &minted {
-        status::record_new_credential(&mut desired, new, reason.is_rotation(), now);
+        status::record_new_credential(&mut update.status, new, reason.is_rotation(), now);
     }
-    status::refresh_schedule(&mut desired, ac.spec.grace_period_days);
-    let credential_ready = status::credential_ready(&desired);
+    status::refresh_schedule(&mut update.status, ac.spec.grace_period_days);
+    let credential_ready = status::credential_ready(&update.status);
     status::set_conditions(
-        &mut desired,
-        ac.meta().generation,
-        now,
+        &mut update,
         Some(ConditionUpdate::ok(
             KEYSTONE_API_READY,
             "KeystoneAPIReady",
@@ -115,21 +113,13 @@ pub async fn reconcile(
         )),
         Some(credential_ready),
     );
-    let api: Api<KeystoneApplicationCredential> = Api::namespaced(ctx.client.clone(), &namespace);
-    match status::write(&api, &ac, &desired, &ctx.field_manager).await {
-        Ok(_) => {}
-        Err(kube::Error::Api(status)) if status.code == 409 => {
-            // The object changed since it was read (a newer copy is on its way and brings another reconcile); a
-            // credential minted above is recorded then, through its creation record.
-            tracing::debug!("status computed from an outdated copy; the newer object is reconciled next");
-            return Ok(Outcome::Done);
-        }
-        Err(source) => {
-            return Err(AcError::Kube {
-                action: "writing the status".into(),
-                source: Box::new(source),
-            });
-        }
+    let desired = update.status.clone();
+    match framework::status::publish(controller, ctx, &ac, update).await {
+        // The object changed since it was read (a newer copy is on its way and brings another reconcile); a
+        // credential minted above is recorded then, through its creation record.
+        Ok(Published::Dropped | Published::Gone) => return Ok(Outcome::Done),
+        Ok(Published::Written | Published::Unchanged) => {}
+        Err(source) => return Err(AcError::kube("writing the status")(source)),
     }
 
     if let Some((reason, new)) = &minted {
@@ -259,9 +249,10 @@ async fn announce(
         .await;
 }
 
-/// Shows a failed or blocked step on its condition and as a Warning event; waits for a watch when the cause is
+/// Shows a failed or blocked step on its condition (a Warning event when it changes); waits for a watch when the cause is
 /// a Kubernetes object, otherwise returns the error so the runner retries with backoff.
 async fn report(
+    controller: &Controller,
     ac: &KeystoneApplicationCredential,
     ctx: &Context,
     error: AcError,
@@ -276,8 +267,8 @@ async fn report(
         error.reason(),
         framework::sanitize::sanitize(&error.to_string()),
     );
-    let mut desired = ac.status.clone().unwrap_or_default();
-    status::refresh_schedule(&mut desired, ac.spec.grace_period_days);
+    let mut update = status::begin(ac, now);
+    status::refresh_schedule(&mut update.status, ac.spec.grace_period_days);
     let (keystone_api, credential) = match error.affects() {
         Affects::KeystoneApi => (Some(failed), None),
         Affects::Credential => (
@@ -285,22 +276,12 @@ async fn report(
             Some(failed),
         ),
     };
-    status::set_conditions(&mut desired, ac.meta().generation, now, keystone_api, credential);
-    let api: Api<KeystoneApplicationCredential> =
-        Api::namespaced(ctx.client.clone(), &ac.namespace().unwrap_or_default());
-    if let Err(write_error) = status::write(&api, ac, &desired, &ctx.field_manager).await {
-        // A conflict means the object changed; that change brings another reconcile.
+    status::set_conditions(&mut update, keystone_api, credential);
+    // The failure is announced as the condition's transition; a conflict means the object changed, and that
+    // change brings another reconcile.
+    if let Err(write_error) = framework::status::publish(controller, ctx, ac, update).await {
         tracing::debug!(%write_error, "could not record the failure in the status");
     }
-    ctx.events
-        .publish(
-            &ac.object_ref(&()),
-            Severity::Warning,
-            error.reason(),
-            "Reconcile",
-            &framework::sanitize::sanitize(&error.to_string()),
-        )
-        .await;
     if error.waits_for_change() {
         tracing::info!(reason = error.reason(), %error, "waiting for a change");
         Ok(Outcome::Done)

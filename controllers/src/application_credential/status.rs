@@ -1,19 +1,17 @@
 //! The status the controller publishes: the current credential and its schedule, and three conditions.
 //!
-//! Builders here are pure. [`write`] applies the status server-side only when it differs from the object's, with
-//! the object's resourceVersion as a precondition: a status computed from a stale copy (the informer lagging
-//! behind our own last write, or a concurrent manual `expiresAt` patch) is refused with 409 instead of
-//! overwriting newer data, and the reconcile runs again on the fresh object.
+//! Builders here are pure; the status is published through `framework::status`, whose resourceVersion
+//! precondition refuses a status computed from a stale copy (the informer lagging behind our own last write, or
+//! a concurrent manual `expiresAt` patch) instead of overwriting newer data; the reconcile then runs again on
+//! the fresh object.
 
 use crds::keystone::{KeystoneApplicationCredential, KeystoneApplicationCredentialStatus};
-use framework::conditions::{self, ConditionUpdate, READY, Status};
+use framework::conditions::{self, ConditionUpdate};
+use framework::status::{OnConflict, StatusPolicy, StatusUpdate};
 use jiff::Timestamp;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{Api, Patch, PatchParams};
-use kube::{Resource, ResourceExt};
-use serde_json::json;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
-use super::rotation;
+use super::{ApplicationCredentialController, rotation};
 
 /// Condition: where Keystone is, and whether it can be used.
 pub const KEYSTONE_API_READY: &str = "KeystoneAPIReady";
@@ -73,38 +71,54 @@ pub fn refresh_schedule(status: &mut KeystoneApplicationCredentialStatus, grace_
         .map(|expires| Time(to_seconds(rotation::rotation_eligible_at(expires.0, grace_period_days))));
 }
 
-/// Sets the sub-conditions given (`None` leaves one as it is, or Unknown when it was never set), derives `Ready`
-/// from them, keeps `Ready` first in the list (older consumers read `conditions[0]`), and records the generation.
+/// The status being assembled during one reconcile.
+pub type StatusBuilder = StatusUpdate<KeystoneApplicationCredentialStatus>;
+
+/// Starts assembling `ac`'s status.
+pub fn begin(ac: &KeystoneApplicationCredential, now: Timestamp) -> StatusBuilder {
+    StatusUpdate::new::<ApplicationCredentialController>(ac, now)
+}
+
+/// The status is a function of the spec, the credential's creation record and Keystone's answers: a pass whose
+/// write is refused recomputes it from the newer object (a credential minted meanwhile is recorded then, through
+/// its creation record), so conflicts are dropped.
+impl StatusPolicy for ApplicationCredentialController {
+    type Resource = KeystoneApplicationCredential;
+    type Status = KeystoneApplicationCredentialStatus;
+    const ON_CONFLICT: OnConflict = OnConflict::Drop;
+
+    fn conditions(status: &KeystoneApplicationCredentialStatus) -> &[Condition] {
+        &status.conditions
+    }
+
+    fn conditions_mut(status: &mut KeystoneApplicationCredentialStatus) -> &mut Vec<Condition> {
+        &mut status.conditions
+    }
+
+    fn observed_generation(status: &mut KeystoneApplicationCredentialStatus) -> &mut Option<i64> {
+        &mut status.observed_generation
+    }
+}
+
+/// Sets the sub-conditions given (`None` leaves one as it is, or Unknown when it was never set) and derives
+/// `Ready` from them.
 pub fn set_conditions(
-    status: &mut KeystoneApplicationCredentialStatus,
-    generation: Option<i64>,
-    now: Timestamp,
+    update: &mut StatusBuilder,
     keystone_api: Option<ConditionUpdate>,
     credential: Option<ConditionUpdate>,
 ) {
-    let now = to_seconds(now);
-    for (type_, update) in [(KEYSTONE_API_READY, keystone_api), (CREDENTIAL_READY, credential)] {
-        let update = match update {
-            Some(update) => update,
-            None => match conditions::get(&status.conditions, type_) {
+    for (type_, condition) in [(KEYSTONE_API_READY, keystone_api), (CREDENTIAL_READY, credential)] {
+        let condition = match condition {
+            Some(condition) => condition,
+            None => match conditions::get(update.conditions(), type_) {
                 Some(_) => continue,
                 None => ConditionUpdate::unknown(type_, "Pending", "waiting for the previous step"),
             },
         };
-        conditions::set(&mut status.conditions, update, generation, now);
+        update.set(condition);
     }
-    let mut ready = conditions::aggregate_ready(&status.conditions, &[KEYSTONE_API_READY, CREDENTIAL_READY]);
-    if ready.status == Status::True {
-        ready = ConditionUpdate::ok(READY, "Ready", ready_message(status));
-    }
-    conditions::set(&mut status.conditions, ready, generation, now);
-    if let Some(index) = status.conditions.iter().position(|c| c.type_ == READY)
-        && index != 0
-    {
-        let ready = status.conditions.remove(index);
-        status.conditions.insert(0, ready);
-    }
-    status.observed_generation = generation;
+    let message = ready_message(&update.status);
+    update.derive_ready(&[KEYSTONE_API_READY, CREDENTIAL_READY], Some(message));
 }
 
 fn ready_message(status: &KeystoneApplicationCredentialStatus) -> String {
@@ -135,38 +149,10 @@ pub fn credential_ready(status: &KeystoneApplicationCredentialStatus) -> Conditi
     )
 }
 
-/// Applies `desired` as the status of `obj` unless it already has it; returns the updated object when written.
-///
-/// The apply carries `obj`'s resourceVersion, so it fails with 409 if the object changed since it was read.
-pub async fn write(
-    api: &Api<KeystoneApplicationCredential>,
-    obj: &KeystoneApplicationCredential,
-    desired: &KeystoneApplicationCredentialStatus,
-    field_manager: &str,
-) -> Result<Option<KeystoneApplicationCredential>, kube::Error> {
-    let current = serde_json::to_value(obj.status.clone().unwrap_or_default()).map_err(kube::Error::SerdeError)?;
-    let wanted = serde_json::to_value(desired).map_err(kube::Error::SerdeError)?;
-    if current == wanted {
-        return Ok(None);
-    }
-    let body = json!({
-        "apiVersion": KeystoneApplicationCredential::api_version(&()),
-        "kind": KeystoneApplicationCredential::kind(&()),
-        "metadata": {"name": obj.name_any(), "resourceVersion": obj.resource_version()},
-        "status": wanted,
-    });
-    let updated = api
-        .patch_status(
-            &obj.name_any(),
-            &PatchParams::apply(field_manager).force(),
-            &Patch::Apply(&body),
-        )
-        .await?;
-    Ok(Some(updated))
-}
-
 #[cfg(test)]
 mod tests {
+    use framework::conditions::READY;
+
     use super::*;
 
     fn t(s: &str) -> Timestamp {
@@ -220,6 +206,25 @@ mod tests {
         assert_eq!(status.last_rotated, Some(Time(t("2025-07-01T00:00:00Z"))));
     }
 
+    fn credential_object(status: KeystoneApplicationCredentialStatus) -> KeystoneApplicationCredential {
+        let mut ac = KeystoneApplicationCredential::new(
+            "barbican",
+            crds::keystone::KeystoneApplicationCredentialSpec {
+                secret: "osp-secret".into(),
+                password_selector: "BarbicanPassword".into(),
+                user_name: "barbican".into(),
+                expiration_days: 365,
+                grace_period_days: 182,
+                roles: vec!["service".into()],
+                unrestricted: false,
+                access_rules: None,
+            },
+        );
+        ac.metadata.generation = Some(1);
+        ac.status = Some(status);
+        ac
+    }
+
     #[test]
     fn ready_is_first_and_follows_the_sub_conditions() {
         let mut status = KeystoneApplicationCredentialStatus::default();
@@ -229,25 +234,26 @@ mod tests {
             false,
             t("2025-05-29T09:02:28Z"),
         );
-        let now = t("2025-05-29T09:02:30Z");
-        let credential = credential_ready(&status);
+        let mut update = begin(&credential_object(status), t("2025-05-29T09:02:30Z"));
+        let credential = credential_ready(&update.status);
         set_conditions(
-            &mut status,
-            Some(1),
-            now,
+            &mut update,
             Some(ConditionUpdate::ok(KEYSTONE_API_READY, "KeystoneAPIReady", "ok")),
             Some(credential),
         );
+        let status = update.status;
         assert_eq!(status.conditions[0].type_, READY);
         assert_eq!(status.conditions[0].status, "True");
+        assert!(
+            status.conditions[0].message.contains("7b23d"),
+            "Ready names the credential"
+        );
         assert_eq!(status.conditions.len(), 3);
         assert_eq!(status.observed_generation, Some(1));
 
-        let later = t("2025-05-29T10:00:00Z");
+        let mut update = begin(&credential_object(status), t("2025-05-29T10:00:00Z"));
         set_conditions(
-            &mut status,
-            Some(1),
-            later,
+            &mut update,
             Some(ConditionUpdate::failed(
                 KEYSTONE_API_READY,
                 "KeystoneAPINotFound",
@@ -255,6 +261,7 @@ mod tests {
             )),
             None,
         );
+        let status = update.status;
         assert_eq!(status.conditions[0].status, "False");
         assert_eq!(status.conditions[0].reason, "KeystoneAPINotFound");
         let credential = conditions::get(&status.conditions, CREDENTIAL_READY).expect("kept");
@@ -263,14 +270,18 @@ mod tests {
 
     #[test]
     fn unchanged_conditions_keep_their_transition_time() {
-        let mut status = KeystoneApplicationCredentialStatus::default();
         let api_ok = || Some(ConditionUpdate::ok(KEYSTONE_API_READY, "KeystoneAPIReady", "ok"));
-        set_conditions(&mut status, Some(1), t("2025-01-01T00:00:00Z"), api_ok(), None);
-        let before = status.clone();
-        set_conditions(&mut status, Some(1), t("2025-01-02T00:00:00Z"), api_ok(), None);
+        let mut first = begin(
+            &credential_object(KeystoneApplicationCredentialStatus::default()),
+            t("2025-01-01T00:00:00Z"),
+        );
+        set_conditions(&mut first, api_ok(), None);
+        let mut second = begin(&credential_object(first.status.clone()), t("2025-01-02T00:00:00Z"));
+        set_conditions(&mut second, api_ok(), None);
         assert_eq!(
-            before, status,
+            first.status, second.status,
             "a repeated reconcile changes nothing, so nothing is written"
         );
+        assert!(second.transitions().is_empty(), "and announces nothing");
     }
 }

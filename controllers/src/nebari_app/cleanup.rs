@@ -15,7 +15,7 @@ use kube::{Resource, ResourceExt};
 use super::error::NebariAppError;
 use super::listener::ListenerWriter;
 use super::naming::AppNames;
-use super::status::{AUTH_READY, StatusBuilder};
+use super::status::AUTH_READY;
 use super::{NebariAppController, SKIP_EXTERNAL_CLEANUP_ANNOTATION, keycloak_sync};
 
 /// Removes what garbage collection cannot: Keycloak clients, the Gateway listener, the Certificate.
@@ -55,7 +55,7 @@ pub async fn cleanup(
                 &message,
             )
             .await;
-        let mut status = StatusBuilder::new(&app, controller.clock.now());
+        let mut status = super::status::begin(&app, controller.clock.now());
         status.set(ConditionUpdate::failed(
             AUTH_READY,
             "DeletionBlocked",
@@ -66,17 +66,7 @@ pub async fn cleanup(
             "DeletionBlocked",
             framework::sanitize::sanitize(&message),
         ));
-        let api: Api<NebariApp> = Api::namespaced(ctx.client.clone(), &namespace);
-        if let Err(write_error) = framework::status::write_if_changed(
-            &api,
-            app.as_ref(),
-            app.status.as_ref(),
-            &status.status,
-            &ctx.field_manager,
-            framework::status::Precondition::None,
-        )
-        .await
-        {
+        if let Err(write_error) = framework::status::publish(controller, ctx, app.as_ref(), status).await {
             tracing::debug!(%write_error, "could not record the blocked deletion");
         }
         return Err(error);

@@ -60,7 +60,7 @@ impl NebariAppError {
             },
             NebariAppError::AdminCredentials(_) => "KeycloakCredentialsUnavailable",
             NebariAppError::Invalid(_) => "InvalidConfiguration",
-            NebariAppError::Kubernetes(_) | NebariAppError::Api { .. } => "KubernetesApiError",
+            NebariAppError::Kubernetes(_) | NebariAppError::Api { .. } => "KubernetesAPIError",
         }
     }
 }
@@ -78,7 +78,7 @@ impl ReconcileError for NebariAppError {
 
     fn reason(&self) -> &'static str {
         match self {
-            NebariAppError::Kubernetes(_) | NebariAppError::Api { .. } => "KubernetesApiError",
+            NebariAppError::Kubernetes(_) | NebariAppError::Api { .. } => "KubernetesAPIError",
             NebariAppError::Keycloak(_) => "KeycloakError",
             NebariAppError::AdminCredentials(_) => "KeycloakCredentialsUnavailable",
             NebariAppError::Invalid(_) => "InvalidConfiguration",

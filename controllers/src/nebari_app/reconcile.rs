@@ -13,7 +13,6 @@ use framework::children::ChildSet;
 use framework::conditions::ConditionUpdate;
 use framework::events::Severity;
 use framework::runner::{Context, Outcome};
-use framework::status::Precondition;
 use gateway_api::httproutes::HttpRoute;
 use k8s_openapi::api::core::v1::{Namespace, Secret, Service};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
@@ -29,7 +28,7 @@ use super::oidc_secret::{OidcSecretData, oidc_secret};
 use super::rbac::{secret_reader_binding, secret_reader_role};
 use super::route::{Attachment, main_route, public_route};
 use super::security_policy::{ClientCredentials, security_policy};
-use super::status::{AUTH_READY, ROUTING_READY, StatusBuilder, TLS_READY};
+use super::status::{self, AUTH_READY, ROUTING_READY, StatusBuilder, TLS_READY};
 use super::tls::{self, TlsPlan};
 use super::{FORCE_REPROVISION_ANNOTATION, NebariAppController, OPT_IN_LABEL};
 
@@ -44,7 +43,7 @@ pub async fn reconcile(
     };
     let namespace = app.namespace().unwrap_or_default();
     let names = AppNames::new(&namespace, &app.name_any());
-    let mut status = StatusBuilder::new(&app, controller.clock.now());
+    let mut status = status::begin(&app, controller.clock.now());
     status.status.hostname = Some(app.spec.hostname.clone());
 
     if let Some(blocked) = validate(&app, &namespace, ctx).await? {
@@ -56,7 +55,7 @@ pub async fn reconcile(
             Outcome::Done
         };
         status.finish_with(blocked);
-        return finish(&app, ctx, status, Ok(outcome)).await;
+        return finish(controller, &app, ctx, status, Ok(outcome)).await;
     }
 
     let settings = &controller.settings;
@@ -124,8 +123,8 @@ pub async fn reconcile(
         applicable.extend([TLS_READY, ROUTING_READY]);
     }
     status.status.service_discovery = Some(super::discovery::service_discovery(&app, plan.is_tls()));
-    status.finish_ready(&applicable);
-    finish(&app, ctx, status, outcome).await
+    status.derive_ready(&applicable, None);
+    finish(controller, &app, ctx, status, outcome).await
 }
 
 /// The app as the API server has it now. The watch cache can lag behind this controller's own last write (the
@@ -134,8 +133,7 @@ pub async fn reconcile(
 /// the app is gone or being deleted (the deletion's own event runs the cleanup).
 async fn fresh(app: &NebariApp, ctx: &Context) -> Result<Option<NebariApp>, NebariAppError> {
     let api: Api<NebariApp> = Api::namespaced(ctx.client.clone(), &app.namespace().unwrap_or_default());
-    let current = api
-        .get_opt(&app.name_any())
+    let current = framework::live::reread(&api, app)
         .await
         .map_err(|e| NebariAppError::api("reading the NebariApp", e))?;
     Ok(current.filter(|a| a.metadata.deletion_timestamp.is_none()))
@@ -690,34 +688,16 @@ async fn prune(
     Ok(())
 }
 
-/// Writes the status if it changed, publishes events for condition changes, and returns the step outcome.
+/// Publishes the status (events on transitions, a write only on change) and returns the step outcome.
 async fn finish(
+    controller: &NebariAppController,
     app: &NebariApp,
     ctx: &Context,
     status: StatusBuilder,
     outcome: Result<Outcome, NebariAppError>,
 ) -> Result<Outcome, NebariAppError> {
-    let reference = app.object_ref(&());
-    for (update, _) in &status.changes {
-        let severity = if update.status == framework::conditions::Status::False {
-            Severity::Warning
-        } else {
-            Severity::Normal
-        };
-        ctx.events
-            .publish(&reference, severity, &update.reason, "Reconcile", &update.message)
-            .await;
-    }
-    let api: Api<NebariApp> = Api::namespaced(ctx.client.clone(), &app.namespace().unwrap_or_default());
-    framework::status::write_if_changed(
-        &api,
-        app,
-        app.status.as_ref(),
-        &status.status,
-        &ctx.field_manager,
-        Precondition::None,
-    )
-    .await
-    .map_err(|e| NebariAppError::api("writing the status", e))?;
+    framework::status::publish(controller, ctx, app, status)
+        .await
+        .map_err(|e| NebariAppError::api("writing the status", e))?;
     outcome
 }

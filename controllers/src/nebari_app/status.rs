@@ -2,8 +2,11 @@
 //! original declared but never filled.
 
 use crds::nebari::{NebariApp, NebariAppStatus};
-use framework::conditions::{self, Change, ConditionUpdate};
+use framework::status::{OnConflict, StatusPolicy, StatusUpdate};
 use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+
+use super::NebariAppController;
 
 /// Routing: the HTTPRoutes.
 pub const ROUTING_READY: &str = "RoutingReady";
@@ -12,56 +15,31 @@ pub const TLS_READY: &str = "TLSReady";
 /// Auth: the OIDC client, its Secret and the SecurityPolicy.
 pub const AUTH_READY: &str = "AuthReady";
 
-/// The status being assembled during one reconcile, with the condition changes made so far (for events).
-pub struct StatusBuilder {
-    /// The status to write.
-    pub status: NebariAppStatus,
-    generation: Option<i64>,
-    now: Timestamp,
-    /// Conditions that flipped or appeared, for events.
-    pub changes: Vec<(ConditionUpdate, Change)>,
+/// The status being assembled during one reconcile.
+pub type StatusBuilder = StatusUpdate<NebariAppStatus>;
+
+/// Starts assembling `app`'s status.
+pub fn begin(app: &NebariApp, now: Timestamp) -> StatusBuilder {
+    StatusUpdate::new::<NebariAppController>(app, now)
 }
 
-impl StatusBuilder {
-    /// Starts from the app's current status.
-    pub fn new(app: &NebariApp, now: Timestamp) -> Self {
-        Self {
-            status: app.status.clone().unwrap_or_default(),
-            generation: app.metadata.generation,
-            now,
-            changes: Vec::new(),
-        }
+/// The status is derived from the spec and what the pass found; the only record of the outside world it holds
+/// (`authConfigHash`, the clients provisioned) is this pass's own. On a conflict, the pass's status is written
+/// onto the stored object.
+impl StatusPolicy for NebariAppController {
+    type Resource = NebariApp;
+    type Status = NebariAppStatus;
+    const ON_CONFLICT: OnConflict = OnConflict::Rebase;
+
+    fn conditions(status: &NebariAppStatus) -> &[Condition] {
+        &status.conditions
     }
 
-    /// Sets one condition.
-    pub fn set(&mut self, update: ConditionUpdate) {
-        let change = conditions::set(&mut self.status.conditions, update.clone(), self.generation, self.now);
-        if matches!(change, Change::Added | Change::Flipped) {
-            self.changes.push((update, change));
-        }
+    fn conditions_mut(status: &mut NebariAppStatus) -> &mut Vec<Condition> {
+        &mut status.conditions
     }
 
-    /// Sets a condition that records a deliberate choice (a feature left off) rather than an outcome: it appears
-    /// in the status but publishes no event, so an app without auth or routing gets no Warning about it.
-    pub fn set_quietly(&mut self, update: ConditionUpdate) {
-        conditions::set(&mut self.status.conditions, update, self.generation, self.now);
-    }
-
-    /// Removes a condition that no longer applies (TLSReady once there is no operator routing).
-    pub fn remove(&mut self, type_: &str) {
-        conditions::remove(&mut self.status.conditions, type_);
-    }
-
-    /// Computes Ready from the conditions that apply and records the observed generation.
-    pub fn finish_ready(&mut self, applicable: &[&str]) {
-        let ready = conditions::aggregate_ready(&self.status.conditions, applicable);
-        self.set(ready);
-        self.status.observed_generation = self.generation;
-    }
-
-    /// Sets Ready directly (for validation failures that stop the pipeline).
-    pub fn finish_with(&mut self, ready: ConditionUpdate) {
-        self.set(ready);
-        self.status.observed_generation = self.generation;
+    fn observed_generation(status: &mut NebariAppStatus) -> &mut Option<i64> {
+        &mut status.observed_generation
     }
 }

@@ -15,14 +15,13 @@ use crds::rancher::{ManagedRancherProject, RancherProjectInventory, RancherProje
 use framework::ReconcileError;
 use framework::clock::{Clock, SystemClock};
 use framework::conditions::{self, ConditionUpdate, READY};
-use framework::events::Severity;
 use framework::namespaces::WidestList;
 use framework::runner::{Context, Outcome, Reconciler, Running, Runtime, StartError};
-use framework::status::{Precondition, write_if_changed};
+use framework::status::{OnConflict, Published, StatusPolicy, StatusUpdate};
 use jiff::{SignedDuration, Timestamp};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{Api, ListParams};
-use kube::{Resource, ResourceExt};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::Resource;
+use kube::api::ListParams;
 
 use crate::rancher::{RancherClient, RancherConnection};
 use crate::rancher_project::error::MrpError;
@@ -119,11 +118,11 @@ impl Reconciler for InventoryController {
         if let Some(wait) = next_scan_in(&rpi, now) {
             return Ok(Outcome::RequeueAfter(wait));
         }
-        let generation = rpi.meta().generation;
-        let mut next = rpi.status.clone().unwrap_or_default();
+        let mut update = StatusUpdate::new::<Self>(&rpi, now);
         let result = self.scan(&rpi, ctx).await;
-        let update = match &result {
+        let ready = match &result {
             Ok(found) => {
+                let next = &mut update.status;
                 next.last_scan_time = Some(Time(now));
                 next.managed_projects = Some(found.managed);
                 next.unmanaged_project_count = Some(i64::try_from(found.unmanaged.len()).unwrap_or(i64::MAX));
@@ -141,42 +140,37 @@ impl Reconciler for InventoryController {
             }
             Err(error) => ConditionUpdate::failed(READY, error.reason(), error.safe_message()),
         };
-        conditions::set(&mut next.conditions, update, generation, now);
-        next.observed_generation = generation;
-        let api: Api<RancherProjectInventory> =
-            Api::namespaced(ctx.client.clone(), &rpi.namespace().unwrap_or_default());
-        let previous: Option<&RancherProjectInventoryStatus> = rpi.status.as_ref();
-        match write_if_changed(
-            &api,
-            rpi.as_ref(),
-            previous,
-            &next,
-            &ctx.field_manager,
-            Precondition::ResourceVersion,
-        )
-        .await
-        {
-            Ok(_) => {}
-            Err(kube::Error::Api(response)) if response.code == 409 => return Ok(Outcome::Done),
+        update.finish_with(ready);
+        match framework::status::publish(self, ctx, rpi.as_ref(), update).await {
+            Ok(Published::Dropped | Published::Gone) => return Ok(Outcome::Done),
+            Ok(Published::Written | Published::Unchanged) => {}
             Err(error) => return Err(MrpError::kube("writing the status")(error)),
         }
         match result {
             Ok(_) => Ok(Outcome::RequeueAfter(
                 Duration::try_from(interval(&rpi)).unwrap_or(Duration::from_secs(300)),
             )),
-            Err(error) => {
-                ctx.events
-                    .publish(
-                        &rpi.object_ref(&()),
-                        Severity::Warning,
-                        error.reason(),
-                        "Scan",
-                        &error.safe_message(),
-                    )
-                    .await;
-                Err(error)
-            }
+            Err(error) => Err(error),
         }
+    }
+}
+
+/// A scan's result is recomputed by the next scan: a write refused as stale is dropped.
+impl StatusPolicy for InventoryController {
+    type Resource = RancherProjectInventory;
+    type Status = RancherProjectInventoryStatus;
+    const ON_CONFLICT: OnConflict = OnConflict::Drop;
+
+    fn conditions(status: &RancherProjectInventoryStatus) -> &[Condition] {
+        &status.conditions
+    }
+
+    fn conditions_mut(status: &mut RancherProjectInventoryStatus) -> &mut Vec<Condition> {
+        &mut status.conditions
+    }
+
+    fn observed_generation(status: &mut RancherProjectInventoryStatus) -> &mut Option<i64> {
+        &mut status.observed_generation
     }
 }
 

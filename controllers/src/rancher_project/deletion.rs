@@ -15,11 +15,9 @@ use std::sync::Arc;
 
 use crds::rancher::{ManagedRancherProject, ManagedRancherProjectStatus, Phase, RoleBindingStatus};
 use framework::ReconcileError;
-use framework::conditions::{self, ConditionUpdate, READY};
+use framework::conditions::{ConditionUpdate, READY};
 use framework::events::Severity;
 use framework::runner::Context;
-use framework::status::{Precondition, write_if_changed};
-use kube::api::Api;
 use kube::{Resource, ResourceExt};
 
 use super::RancherProjectController as Controller;
@@ -313,34 +311,13 @@ pub async fn cleanup(controller: &Controller, mrp: Arc<ManagedRancherProject>, c
             &format!("{}: {message}", error.reason()),
         )
         .await;
-    let previous = mrp.status.clone().unwrap_or_default();
-    let mut next = previous.clone();
     let now = status::to_seconds(controller.clock.now());
-    conditions::set(
-        &mut next.conditions,
-        ConditionUpdate::failed(READY, error.reason(), message),
-        mrp.meta().generation,
-        now,
-    );
-    if let Some(index) = next.conditions.iter().position(|c| c.type_ == READY)
-        && index != 0
-    {
-        let ready = next.conditions.remove(index);
-        next.conditions.insert(0, ready);
-    }
-    next.phase = Some(Phase::Deleting);
-    status::stamp(&previous, &mut next, now);
-    let api: Api<ManagedRancherProject> = Api::namespaced(ctx.client.clone(), &mrp.namespace().unwrap_or_default());
-    if let Err(write_error) = write_if_changed(
-        &api,
-        mrp.as_ref(),
-        mrp.status.as_ref(),
-        &next,
-        &ctx.field_manager,
-        Precondition::None,
-    )
-    .await
-    {
+    let mut update = status::begin(mrp.as_ref(), now);
+    update.finish_with(ConditionUpdate::failed(READY, error.reason(), message));
+    update.status.phase = Some(Phase::Deleting);
+    let previous = update.base().clone();
+    status::stamp(&previous, &mut update.status, now);
+    if let Err(write_error) = framework::status::publish(controller, ctx, mrp.as_ref(), update).await {
         tracing::debug!(%write_error, "could not record the blocked cleanup in the status");
     }
     Err(error)

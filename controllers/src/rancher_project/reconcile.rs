@@ -8,7 +8,8 @@
 //! 5. the members of each group (identifiers resolved to Keycloak ids first; unknown users pending);
 //! 6. bindings no longer in the spec: their Rancher bindings, their groups (or the members managed in them);
 //! 7. the status (written only when it changed; a write refused as stale is redone on a fresh copy of the object
-//!    rather than dropped, see [`write_status`]), events for what changed, and the next drift check.
+//!    rather than dropped, see the controller's `StatusPolicy`), events for what changed, and the next drift
+//!    check.
 //!
 //! Keycloak steps do not wait for Rancher ones (access is granted by group membership; revoking it must not
 //! depend on Rancher being up), and a failed step only stops the steps that need its result. Every failure is
@@ -26,8 +27,7 @@ use framework::ReconcileError;
 use framework::conditions::ConditionUpdate;
 use framework::events::Severity;
 use framework::runner::{Context, Outcome};
-use kube::api::Api;
-use kube::{Resource, ResourceExt};
+use kube::Resource;
 
 use super::RancherProjectController as Controller;
 use super::bindings::{self, BindingKey, Desired, Scope};
@@ -691,69 +691,6 @@ fn entry(
     }
 }
 
-/// How many times a status write refused as stale (409) is redone on a freshly read object before the pass fails.
-const STATUS_WRITE_ATTEMPTS: usize = 5;
-
-/// Writes the status a pass computed from `previous` (the status of `mrp` as the pass read it).
-///
-/// The write carries `mrp`'s resourceVersion, so it is refused (409) when the object changed since: a new spec,
-/// our own finalizer, or a status written meanwhile that the cache had not shown yet. The pass must not simply
-/// give up then: its Keycloak and Rancher writes have happened, and the records of them (the members it added,
-/// with their Keycloak ids; the groups and bindings it made) are what later passes rely on to remove only what
-/// the operator added. A member added for a spec that has changed since is not in the previous `syncedMembers`,
-/// so the next pass would count it as added by hand and never remove it; a binding made for it is in neither the
-/// previous status nor the new spec, so it would never be deleted. Access would outlive its removal from the spec.
-///
-/// So the object is read again (from the API server, not the cache) and the pass's records are written onto it,
-/// merged with whatever that copy records ([`status::rebase`]): the facts are true whatever the spec says now, and
-/// the pass the change triggers reconciles the new spec against correct records. This is retried a bounded
-/// number of times (each round re-reads); if the object keeps changing, the pass fails with a transient error
-/// and is retried with backoff. Persisting an intention before every external write (as the
-/// ApplicationCredential controller does for its one secret) would cost a status write per membership.
-async fn write_status(
-    api: &Api<ManagedRancherProject>,
-    mrp: &ManagedRancherProject,
-    previous: &ManagedRancherProjectStatus,
-    next: ManagedRancherProjectStatus,
-    field_manager: &str,
-    now: jiff::Timestamp,
-) -> Result<(), MrpError> {
-    let mut fresh: Option<ManagedRancherProject> = None;
-    let mut desired = next.clone();
-    let mut attempt = 1;
-    loop {
-        let target = fresh.as_ref().unwrap_or(mrp);
-        match status::write(api, target, &desired, field_manager).await {
-            Ok(_) => return Ok(()),
-            Err(kube::Error::Api(response)) if response.code == 409 => {
-                if attempt == STATUS_WRITE_ATTEMPTS {
-                    return Err(MrpError::kube(format!(
-                        "writing the status ({attempt} attempts; the object kept changing)"
-                    ))(kube::Error::Api(response)));
-                }
-            }
-            Err(error) => return Err(MrpError::kube("writing the status")(error)),
-        }
-        tracing::debug!(
-            attempt,
-            "status write refused as stale; recording on a fresh copy of the object"
-        );
-        let Some(current) = status::read_fresh(api, &mrp.name_any())
-            .await
-            .map_err(MrpError::kube("reading the object after a status conflict"))?
-        else {
-            // Only the finalizer keeps the object until cleanup has run; gone means it was removed by hand.
-            tracing::warn!("the object is gone: the records of this pass cannot be written");
-            return Ok(());
-        };
-        let stored = current.status.clone().unwrap_or_default();
-        desired = status::rebase(&next, previous, &stored);
-        status::stamp(&stored, &mut desired, now);
-        fresh = Some(current);
-        attempt += 1;
-    }
-}
-
 /// Reconciles one ManagedRancherProject.
 pub async fn reconcile(
     controller: &Controller,
@@ -851,29 +788,25 @@ pub async fn reconcile(
     };
     let applicable = status::applicable(desired.manages_access());
     let conditions = std::mem::take(&mut pass.conditions);
-    status::set_conditions(&mut next, conditions, &applicable, mrp.meta().generation, now);
+    let mut update = status::begin(&mrp, now);
+    update.status = next;
+    status::set_conditions(&mut update, conditions, &applicable);
     let persistent = pass.errors.iter().any(MrpError::is_persistent);
-    next.phase = Some(status::phase(&next, persistent, now, controller.settings.error_after));
-    status::stamp(&previous, &mut next, now);
+    update.status.phase = Some(status::phase(
+        &update.status,
+        persistent,
+        now,
+        controller.settings.error_after,
+    ));
+    status::stamp(&previous, &mut update.status, now);
 
     let object = mrp.object_ref(&());
     for (severity, reason, note) in &pass.events {
         ctx.events.publish(&object, *severity, reason, "Reconcile", note).await;
     }
-    for error in &pass.errors {
-        ctx.events
-            .publish(
-                &object,
-                Severity::Warning,
-                error.reason(),
-                "Reconcile",
-                &error.safe_message(),
-            )
-            .await;
-    }
-
-    let api: Api<ManagedRancherProject> = Api::namespaced(ctx.client.clone(), &mrp.namespace().unwrap_or_default());
-    write_status(&api, &mrp, &previous, next, &ctx.field_manager, now).await?;
+    framework::status::publish(controller, ctx, mrp.as_ref(), update)
+        .await
+        .map_err(MrpError::kube("writing the status"))?;
     match pass.errors.into_iter().next() {
         Some(error) => Err(error),
         None => Ok(Outcome::RequeueAfter(framework::http::jittered(

@@ -17,12 +17,11 @@ use std::time::Duration;
 
 use crds::rancher::{ManagedRancherProject, ManagedRancherProjectStatus, Phase, RoleBindingStatus, SyncedMember};
 use framework::conditions::{self, ConditionUpdate, READY, Status};
-use framework::status::{Precondition, write_if_changed};
+use framework::status::{OnConflict, StatusPolicy, StatusUpdate};
 use jiff::{SignedDuration, Timestamp};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::ResourceExt;
-use kube::api::{Api, ListParams, Patch, PatchParams};
-use serde_json::{Value, json};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+
+use super::RancherProjectController;
 
 /// Condition: the Rancher project exists (created or adopted) with the spec's name, description, annotations.
 pub const RANCHER_PROJECT_READY: &str = "RancherProjectReady";
@@ -50,40 +49,31 @@ pub fn to_seconds(at: Timestamp) -> Timestamp {
     Timestamp::from_second(at.as_second()).unwrap_or(at)
 }
 
+/// The status being assembled during one reconcile.
+pub type StatusBuilder = StatusUpdate<ManagedRancherProjectStatus>;
+
+/// Starts assembling `mrp`'s status.
+pub fn begin(mrp: &ManagedRancherProject, now: Timestamp) -> StatusBuilder {
+    StatusUpdate::new::<RancherProjectController>(mrp, now)
+}
+
 /// Sets the sub-conditions in `updates` (applicable ones not mentioned become Unknown if absent), drops
-/// condition types that do not apply (including the original operator's `Reconciled` and `NamespaceReady`),
-/// derives `Ready` and keeps it first.
-pub fn set_conditions(
-    status: &mut ManagedRancherProjectStatus,
-    updates: Vec<ConditionUpdate>,
-    applicable: &[&str],
-    generation: Option<i64>,
-    now: Timestamp,
-) {
-    status
-        .conditions
-        .retain(|c| c.type_ == READY || applicable.contains(&c.type_.as_str()));
+/// condition types that do not apply (including the original operator's `Reconciled` and `NamespaceReady`) and
+/// derives `Ready`.
+pub fn set_conditions(update: &mut StatusBuilder, updates: Vec<ConditionUpdate>, applicable: &[&str]) {
+    update.keep_only(applicable);
     for type_ in applicable {
-        let update = updates.iter().find(|u| u.type_ == *type_).cloned().or_else(|| {
-            conditions::get(&status.conditions, type_)
+        let condition = updates.iter().find(|u| u.type_ == *type_).cloned().or_else(|| {
+            conditions::get(update.conditions(), type_)
                 .is_none()
                 .then(|| ConditionUpdate::unknown(type_, "Pending", "not reconciled yet"))
         });
-        if let Some(update) = update {
-            conditions::set(&mut status.conditions, update, generation, now);
+        if let Some(condition) = condition {
+            update.set(condition);
         }
     }
-    let mut ready = conditions::aggregate_ready(&status.conditions, applicable);
-    if ready.status == Status::True {
-        ready = ConditionUpdate::ok(READY, "Ready", ready_message(status));
-    }
-    conditions::set(&mut status.conditions, ready, generation, now);
-    if let Some(index) = status.conditions.iter().position(|c| c.type_ == READY)
-        && index != 0
-    {
-        let ready = status.conditions.remove(index);
-        status.conditions.insert(0, ready);
-    }
+    let message = ready_message(&update.status);
+    update.derive_ready(applicable, Some(message));
 }
 
 fn ready_message(status: &ManagedRancherProjectStatus) -> String {
@@ -134,87 +124,44 @@ pub fn stamp(previous: &ManagedRancherProjectStatus, desired: &mut ManagedRanche
     }
 }
 
-/// Whether the stored status has something the desired one does not: a top-level field or a condition type
-/// another writer (the original operator, through kopf's merge patches) left. Server-side apply never removes
-/// fields another manager owns, so such leftovers are cleared with one merge patch instead.
-pub fn has_foreign_leftovers(current: &Value, desired: &Value) -> bool {
-    let (Some(current), Some(desired)) = (current.as_object(), desired.as_object()) else {
-        return false;
-    };
-    let meaningful = |v: &Value| !(v.is_null() || v.as_array().is_some_and(Vec::is_empty));
-    let extra_key = current
-        .iter()
-        .any(|(key, value)| meaningful(value) && !desired.get(key).is_some_and(meaningful));
-    let types = |status: &serde_json::Map<String, Value>| -> BTreeSet<String> {
-        status
-            .get("conditions")
-            .and_then(Value::as_array)
-            .map(|list| {
-                list.iter()
-                    .filter_map(|c| c["type"].as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    extra_key || !types(current).is_subset(&types(desired))
-}
+/// The status records facts about Rancher and Keycloak (the members the pass added, with their Keycloak ids;
+/// the groups and bindings it made), which later passes rely on to remove only what the operator added. A write
+/// refused as stale (a new spec, our own finalizer, a status written meanwhile that the cache had not shown) must
+/// not lose them: a member added for a spec that has changed since would count as added by hand and never be
+/// removed, and a binding made for it would never be deleted. So conflicts rebase: the pass's records are
+/// written onto the stored object, merged with what it records ([`rebase`]). Persisting an intention before
+/// every external write (as the ApplicationCredential controller does for its one secret) would cost a status
+/// write per membership.
+///
+/// The original operator wrote the status with merge patches; fields it left are cleared on the first write.
+impl StatusPolicy for RancherProjectController {
+    type Resource = ManagedRancherProject;
+    type Status = ManagedRancherProjectStatus;
+    const ON_CONFLICT: OnConflict = OnConflict::Rebase;
+    const CLEARS_FOREIGN_FIELDS: bool = true;
 
-/// Writes `desired` as the object's status when it differs: normally by server-side apply with the object's
-/// resourceVersion as a precondition ([`write_if_changed`]); when another writer's leftovers are present, by one
-/// JSON merge patch (same precondition) that replaces them. Returns whether it wrote.
-pub async fn write(
-    api: &Api<ManagedRancherProject>,
-    obj: &ManagedRancherProject,
-    desired: &ManagedRancherProjectStatus,
-    field_manager: &str,
-) -> Result<bool, kube::Error> {
-    let current = serde_json::to_value(obj.status.clone().unwrap_or_default()).map_err(kube::Error::SerdeError)?;
-    let wanted = serde_json::to_value(desired).map_err(kube::Error::SerdeError)?;
-    if !has_foreign_leftovers(&current, &wanted) {
-        return write_if_changed(
-            api,
-            obj,
-            obj.status.as_ref(),
-            desired,
-            field_manager,
-            Precondition::ResourceVersion,
-        )
-        .await;
+    fn conditions(status: &ManagedRancherProjectStatus) -> &[Condition] {
+        &status.conditions
     }
-    let mut status = wanted;
-    if let (Some(status), Some(current)) = (status.as_object_mut(), current.as_object()) {
-        for key in current.keys() {
-            status.entry(key.clone()).or_insert(Value::Null);
-        }
-    }
-    let patch = json!({
-        "metadata": {"resourceVersion": obj.resource_version()},
-        "status": status,
-    });
-    let params = PatchParams {
-        field_manager: Some(field_manager.to_string()),
-        ..PatchParams::default()
-    };
-    api.patch_status(&obj.name_any(), &params, &Patch::Merge(&patch))
-        .await?;
-    tracing::info!("replaced a status left by another writer (the original operator)");
-    Ok(true)
-}
 
-/// Reads the object afresh from the API server (not the cache), after a status write was refused as stale.
-/// A list narrowed to the name rather than a get: the manager's role may list ManagedRancherProjects but not get
-/// them. `None` when the object is gone.
-pub async fn read_fresh(
-    api: &Api<ManagedRancherProject>,
-    name: &str,
-) -> Result<Option<ManagedRancherProject>, kube::Error> {
-    let params = ListParams::default().fields(&format!("metadata.name={name}"));
-    Ok(api
-        .list(&params)
-        .await?
-        .items
-        .into_iter()
-        .find(|o| o.name_any() == name))
+    fn conditions_mut(status: &mut ManagedRancherProjectStatus) -> &mut Vec<Condition> {
+        &mut status.conditions
+    }
+
+    fn observed_generation(status: &mut ManagedRancherProjectStatus) -> &mut Option<i64> {
+        &mut status.observed_generation
+    }
+
+    fn rebase(
+        &self,
+        ours: &ManagedRancherProjectStatus,
+        base: &ManagedRancherProjectStatus,
+        theirs: &ManagedRancherProjectStatus,
+    ) -> ManagedRancherProjectStatus {
+        let mut merged = rebase(ours, base, theirs);
+        stamp(theirs, &mut merged, to_seconds(self.clock.now()));
+        merged
+    }
 }
 
 /// The status to write on a fresh copy of the object after a write computed from `base` (the status the pass
@@ -232,7 +179,7 @@ pub async fn read_fresh(
 ///
 /// Conditions, phase and `observedGeneration` are the pass's: they describe the generation it reconciled; the
 /// change that caused the conflict brings another pass for the new one. `lastReconcileTime` is stamped by the
-/// caller against `theirs`.
+/// policy against `theirs`.
 pub fn rebase(
     ours: &ManagedRancherProjectStatus,
     base: &ManagedRancherProjectStatus,
@@ -336,72 +283,66 @@ mod tests {
             .collect()
     }
 
+    /// The status after one pass that reports `updates` on an object whose status is `status`.
+    fn after_pass(
+        status: ManagedRancherProjectStatus,
+        updates: Vec<ConditionUpdate>,
+        applicable: &[&str],
+        now: &str,
+    ) -> ManagedRancherProjectStatus {
+        let mut mrp: ManagedRancherProject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "waldur.io/v1alpha1", "kind": "ManagedRancherProject",
+            "metadata": {"name": "genomics", "namespace": "waldur-system", "generation": 1},
+            "spec": {"projectName": "Genomics", "clusterId": "c-1", "organization": "org"},
+        }))
+        .expect("valid object");
+        mrp.status = Some(status);
+        let mut update = begin(&mrp, t(now));
+        set_conditions(&mut update, updates, applicable);
+        update.status
+    }
+
     #[test]
     fn ready_summarizes_first_and_a_repeat_changes_nothing() {
-        let mut status = ManagedRancherProjectStatus {
+        let status = ManagedRancherProjectStatus {
             rancher_project_id: Some("c:p-1".into()),
             ..Default::default()
         };
-        set_conditions(
-            &mut status,
-            all_ok(),
-            &applicable(true),
-            Some(1),
-            t("2026-01-01T00:00:00Z"),
-        );
+        let status = after_pass(status, all_ok(), &applicable(true), "2026-01-01T00:00:00Z");
         assert_eq!(status.conditions[0].type_, READY);
         assert_eq!(status.conditions[0].status, "True");
         assert_eq!(status.conditions.len(), 6);
-        let before = status.clone();
-        set_conditions(
-            &mut status,
-            all_ok(),
-            &applicable(true),
-            Some(1),
-            t("2026-01-01T01:00:00Z"),
-        );
-        assert_eq!(before, status);
+        assert_eq!(status.observed_generation, Some(1));
+        let again = after_pass(status.clone(), all_ok(), &applicable(true), "2026-01-01T01:00:00Z");
+        assert_eq!(again, status);
         assert_eq!(
-            phase(&status, false, t("2026-01-01T01:00:00Z"), Duration::from_secs(600)),
+            phase(&again, false, t("2026-01-01T01:00:00Z"), Duration::from_secs(600)),
             Phase::Ready
         );
     }
 
     #[test]
     fn the_original_operators_conditions_are_dropped() {
-        let mut status = ManagedRancherProjectStatus::default();
-        set_conditions(
-            &mut status,
+        let status = after_pass(
+            ManagedRancherProjectStatus::default(),
             vec![ConditionUpdate::failed("Reconciled", "Error", "boom")],
-            &[],
-            None,
-            t("2026-01-01T00:00:00Z"),
+            &["Reconciled"],
+            "2026-01-01T00:00:00Z",
         );
-        set_conditions(
-            &mut status,
-            all_ok(),
-            &applicable(true),
-            Some(1),
-            t("2026-01-01T00:00:00Z"),
-        );
+        assert!(conditions::get(&status.conditions, "Reconciled").is_some());
+        let status = after_pass(status, all_ok(), &applicable(true), "2026-01-01T00:00:00Z");
         assert!(conditions::get(&status.conditions, "Reconciled").is_none());
     }
 
     #[test]
     fn outages_become_errors_only_when_they_last() {
-        let mut status = ManagedRancherProjectStatus {
+        let mut updates = all_ok();
+        updates[0] = ConditionUpdate::failed(RANCHER_PROJECT_READY, "RancherUnavailable", "down");
+        let initial = ManagedRancherProjectStatus {
             rancher_project_id: Some("c:p-1".into()),
             ..Default::default()
         };
-        let mut updates = all_ok();
-        updates[0] = ConditionUpdate::failed(RANCHER_PROJECT_READY, "RancherUnavailable", "down");
-        set_conditions(
-            &mut status,
-            updates,
-            &applicable(true),
-            Some(1),
-            t("2026-01-01T00:00:00Z"),
-        );
+        let mut status = after_pass(initial, updates, &applicable(true), "2026-01-01T00:00:00Z");
         let limit = Duration::from_secs(600);
         assert_eq!(phase(&status, false, t("2026-01-01T00:05:00Z"), limit), Phase::Updating);
         assert_eq!(phase(&status, false, t("2026-01-01T00:10:00Z"), limit), Phase::Error);
@@ -539,19 +480,5 @@ mod tests {
         let merged = rebase(&ours, &base, &theirs);
         assert_eq!(merged.keycloak_role_bindings.len(), 1);
         assert_eq!(merged.keycloak_role_bindings[0].synced_members.len(), 1);
-    }
-
-    #[test]
-    fn leftovers_of_the_original_operator_are_detected() {
-        let ours = json!({"phase": "Ready", "conditions": [{"type": "Ready"}, {"type": "MembershipSynced"}]});
-        assert!(!has_foreign_leftovers(&ours, &ours));
-        let with_namespace = json!({"phase": "Ready", "namespaceName": "ns", "conditions": [{"type": "Ready"}]});
-        assert!(has_foreign_leftovers(&with_namespace, &ours));
-        let with_reconciled = json!({"conditions": [{"type": "Reconciled"}, {"type": "Ready"}]});
-        assert!(has_foreign_leftovers(&with_reconciled, &ours));
-        assert!(
-            !has_foreign_leftovers(&json!({"keycloakRoleBindings": []}), &ours),
-            "empty is absent"
-        );
     }
 }

@@ -31,7 +31,7 @@ async fn a_grant_taken_away_is_answered_forbidden_and_caught_by_the_harness() {
 
     world.apply_app("web", json!({"routing": {}})).await;
     let message = world
-        .wait_condition_containing("web", "RoutingReady", "False", "KubernetesApiError", "forbidden")
+        .wait_condition_containing("web", "RoutingReady", "False", "KubernetesAPIError", "forbidden")
         .await;
     assert!(
         !message.contains("Status {"),
