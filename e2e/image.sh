@@ -28,7 +28,7 @@ fi
 
 echo "==> release build of the manager"
 cargo build --release --locked --bin manager
-binary=$root/target/release/manager
+binary=${CARGO_TARGET_DIR:-$root/target}/release/manager
 
 # Without root, run the rest inside a user namespace of buildah's, where mounting the image works.
 if [ "$(id -u)" -ne 0 ]; then

@@ -3,12 +3,36 @@
 # formatting, lints, all tests (unit, integration, end-to-end against the emulated control plane and the real
 # Keystone/Prometheus/kubectl), the generated-manifest check and the kustomize build.
 #
+# The suite runs from a copy of the repository's files (tracked and untracked, not ignored) under
+# target/isolated/, with nothing beside it: a test that reads a file outside the repository fails here as it
+# would in a user's clone. The copy also lets a developer keep editing while the suite runs. The copy builds
+# into target/isolated-build and reuses the installed tools of target/tools.
+#
 # Usage: e2e/test.sh            (from the repository root; CI's .ci/run calls exactly this)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-tools="$root/target/tools"
+
+if [ -z "${E2E_ISOLATED_FROM:-}" ]; then
+  copy="$root/target/isolated/platform-operator"
+  printf '\n==> copying the repository to %s\n' "$copy"
+  rm -rf "$copy"
+  mkdir -p "$copy"
+  if git -C "$root" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    git ls-files -z --cached --others --exclude-standard \
+      | while IFS= read -r -d '' file; do [ -e "$file" ] && printf '%s\0' "$file"; done \
+      | tar --null -T - -cf - | tar -xf - -C "$copy"
+  else
+    tar --exclude=./target -cf - . | tar -xf - -C "$copy"
+  fi
+  mkdir -p "$root/target/tools"
+  E2E_ISOLATED_FROM="$root" E2E_TOOLS_DIR="$root/target/tools" CARGO_TARGET_DIR="$root/target/isolated-build" \
+    exec "$copy/e2e/test.sh"
+fi
+
+tools="${E2E_TOOLS_DIR:-$root/target/tools}"
+build="${CARGO_TARGET_DIR:-$root/target}"
 mkdir -p "$tools"
 
 step() { printf '\n==> %s\n' "$*"; }
@@ -60,16 +84,17 @@ step "build the binaries the end-to-end tests run (manager, sandbox, emulators)"
 cargo build --workspace --bins
 
 step "the manager's container image (release build, OCI archive in target/image)"
-e2e/image.sh "$root/target/image/platform-operator.tar"
+export E2E_IMAGE_ARCHIVE="$build/image/platform-operator.tar"
+e2e/image.sh "$E2E_IMAGE_ARCHIVE"
 
 step "tests"
 # Every API emulator writes its authorization decisions here, for the RBAC coverage check below.
-export E2E_AUTHZ_LOG_DIR="$root/target/authz-decisions"
+export E2E_AUTHZ_LOG_DIR="$build/authz-decisions"
 rm -rf "$E2E_AUTHZ_LOG_DIR"
 cargo nextest run --workspace --no-fail-fast
 
 step "every grant of the shipped RBAC was needed by the suite"
-cargo run --quiet -p e2e --bin rbac-coverage -- --log-dir "$E2E_AUTHZ_LOG_DIR" --output "$root/target/rbac-coverage.json" \
+cargo run --quiet -p e2e --bin rbac-coverage -- --log-dir "$E2E_AUTHZ_LOG_DIR" --output "$build/rbac-coverage.json" \
   | tail -n 3
 
 step "kustomize builds"

@@ -22,9 +22,15 @@ pub fn repo_root() -> PathBuf {
         .unwrap_or_else(|| manifest.to_path_buf())
 }
 
-/// `target/tools` of the repository: installed tools and cached Keystone databases.
+/// Environment variable overriding where installed tools live (`e2e/test.sh` sets it when it runs the suite
+/// from a copy of the repository, so the copy reuses the original's installations).
+pub const TOOLS_ENV: &str = "E2E_TOOLS_DIR";
+
+/// Installed tools and cached Keystone databases: `$E2E_TOOLS_DIR`, else `target/tools` of the repository.
 pub fn tools_dir() -> PathBuf {
-    repo_root().join("target").join("tools")
+    std::env::var_os(TOOLS_ENV)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target").join("tools"))
 }
 
 /// A current Keystone installation.

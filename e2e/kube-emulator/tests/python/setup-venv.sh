@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Installs the Python `kubernetes` client (37.x) into target/tools/python-venv, where the API conformance
-# tests look for it (override with E2E_PYTHON=/path/to/python). Run from anywhere: bash e2e/kube-emulator/tests/python/setup-venv.sh
+# Installs the Python `kubernetes` client (37.x) into target/tools/python-venv (or $E2E_TOOLS_DIR/python-venv),
+# where the API conformance tests look for it (override with E2E_PYTHON=/path/to/python). Run from anywhere: bash e2e/kube-emulator/tests/python/setup-venv.sh
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../../../.." && pwd)"
-venv="$root/target/tools/python-venv"
+venv="${E2E_TOOLS_DIR:-$root/target/tools}/python-venv"
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
