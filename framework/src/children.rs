@@ -1,17 +1,22 @@
 //! Applying and pruning the objects a reconcile produces.
 //!
-//! A [`ChildSet`] collects every child of one reconcile: each is applied by server-side apply under the
+//! A controller declares once, in [`ChildKinds`], every kind of child it makes and where each lives. A
+//! [`ChildSet`] collects the children of one reconcile: each is applied by server-side apply under the
 //! controller's field manager (with `force`, since these fields are ours), labelled with the standard labels,
 //! and owned by the parent through a controller ownerReference when they share a namespace. After applying,
-//! [`ChildSet::prune`] deletes labelled children of a kind that this pass did not apply, so turning a feature
-//! off removes what it made. Children in other namespaces (cluster-shared gateways) are found by label and
-//! an owner annotation, since ownerReferences cannot cross namespaces. Children are namespaced kinds.
+//! [`ChildSet::prune`] deletes, for every declared kind, the labelled children this pass did not apply, so
+//! turning a feature off removes what it made. Applying a kind that was not declared fails, so no kind can be
+//! left out of pruning (a forgotten kind would leave, say, an unauthenticated route behind). Children in other
+//! namespaces (cluster-shared gateways) are found by label and an owner annotation, since ownerReferences cannot
+//! cross namespaces. Children are namespaced kinds.
 //!
 //! An apply is skipped when the live child already carries the same desired content (recorded as a hash
 //! annotation) and still matches it, so a no-op reconcile writes nothing.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Debug;
+
+use futures::future::BoxFuture;
 
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
@@ -30,7 +35,81 @@ pub const LABEL_NAME: &str = "app.kubernetes.io/name";
 /// `app.kubernetes.io/instance`: which parent object it belongs to.
 pub const LABEL_INSTANCE: &str = "app.kubernetes.io/instance";
 
-/// Where a [`ChildSet`] writes its bookkeeping annotations, and who it says it is.
+/// Where children of one kind live.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// In the owner's namespace (owned through an ownerReference).
+    OwnerNamespace,
+    /// In this namespace (owned through the owner annotation), e.g. a shared Gateway's.
+    Namespace(String),
+}
+
+type PruneFn = for<'a> fn(&'a mut ChildSet, Option<String>) -> BoxFuture<'a, Result<Vec<String>, ChildError>>;
+
+#[derive(Clone)]
+struct ChildKind {
+    api_version: String,
+    kind: String,
+    placement: Placement,
+    prune: PruneFn,
+}
+
+/// Every kind of child a controller makes, with where each lives.
+#[derive(Clone, Default)]
+pub struct ChildKinds {
+    kinds: Vec<ChildKind>,
+}
+
+impl Debug for ChildKinds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.kinds.iter().map(|k| (&k.kind, &k.placement)))
+            .finish()
+    }
+}
+
+impl ChildKinds {
+    /// No kinds yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Declares children of kind `T`, placed as `placement`.
+    pub fn with<T>(mut self, placement: Placement) -> Self
+    where
+        T: Resource<DynamicType = (), Scope = NamespaceResourceScope> + Clone + DeserializeOwned + Debug + Send,
+    {
+        fn prune_kind<T>(
+            set: &mut ChildSet,
+            namespace: Option<String>,
+        ) -> BoxFuture<'_, Result<Vec<String>, ChildError>>
+        where
+            T: Resource<DynamicType = (), Scope = NamespaceResourceScope> + Clone + DeserializeOwned + Debug + Send,
+        {
+            Box::pin(async move { set.prune_kind::<T>(namespace.as_deref()).await })
+        }
+        self.kinds.push(ChildKind {
+            api_version: T::api_version(&()).to_string(),
+            kind: T::kind(&()).to_string(),
+            placement,
+            prune: prune_kind::<T>,
+        });
+        self
+    }
+
+    fn declares(&self, api_version: &str, kind: &str, namespace: Option<&str>, owner_namespace: Option<&str>) -> bool {
+        self.kinds.iter().any(|k| {
+            k.api_version == api_version
+                && k.kind == kind
+                && match &k.placement {
+                    Placement::OwnerNamespace => namespace == owner_namespace,
+                    Placement::Namespace(ns) => namespace == Some(ns.as_str()),
+                }
+        })
+    }
+}
+
+/// Where a [`ChildSet`] writes its bookkeeping annotations, who it says it is, and which kinds it makes.
 #[derive(Clone, Debug)]
 pub struct ChildConfig {
     /// The SSA field manager of this controller (stable across releases).
@@ -41,6 +120,8 @@ pub struct ChildConfig {
     pub owner_annotation: String,
     /// Annotation holding the hash of the last applied content, e.g. `example.com/applied-hash`.
     pub hash_annotation: String,
+    /// Every kind of child, with where each lives: what [`ChildSet::prune`] covers.
+    pub kinds: ChildKinds,
 }
 
 /// Errors while applying or pruning children.
@@ -58,6 +139,14 @@ pub enum ChildError {
         /// The API error.
         #[source]
         source: kube::Error,
+    },
+    /// The child's kind (or its namespace) was not declared in [`ChildKinds`] (a bug in the controller).
+    #[error("{kind} in namespace {namespace} is not a declared child kind, so it would never be pruned")]
+    Undeclared {
+        /// The child's kind.
+        kind: String,
+        /// The child's namespace.
+        namespace: String,
     },
     /// The child could not be serialized (a bug in a builder).
     #[error("cannot serialize {kind} {name}: {source}")]
@@ -77,7 +166,7 @@ impl ChildError {
     pub fn kube_error(&self) -> Option<&kube::Error> {
         match self {
             ChildError::Api { source, .. } => Some(source),
-            ChildError::Serialize { .. } => None,
+            ChildError::Undeclared { .. } | ChildError::Serialize { .. } => None,
         }
     }
 }
@@ -166,6 +255,18 @@ impl ChildSet {
             child.meta_mut().namespace = self.owner_namespace.clone();
         }
         let namespace = child.namespace();
+        let declared = self.config.kinds.declares(
+            T::api_version(&()).as_ref(),
+            &kind,
+            namespace.as_deref(),
+            self.owner_namespace.as_deref(),
+        );
+        if !declared {
+            return Err(ChildError::Undeclared {
+                kind,
+                namespace: namespace.unwrap_or_default(),
+            });
+        }
         self.decorate(&mut child);
         let desired = serde_json::to_value(&child).map_err(|source| ChildError::Serialize {
             kind: kind.clone(),
@@ -229,9 +330,25 @@ impl ChildSet {
         });
     }
 
+    /// Deletes every child of a declared kind that belongs to this owner but was not applied (or kept) in this
+    /// pass. Returns the deleted children as `Kind/name`.
+    pub async fn prune(&mut self) -> Result<Vec<String>, ChildError> {
+        let kinds = self.config.kinds.kinds.clone();
+        let mut deleted = Vec::new();
+        for kind in kinds {
+            let namespace = match &kind.placement {
+                Placement::OwnerNamespace => self.owner_namespace.clone(),
+                Placement::Namespace(ns) => Some(ns.clone()),
+            };
+            let names = (kind.prune)(self, namespace).await?;
+            deleted.extend(names.into_iter().map(|name| format!("{}/{name}", kind.kind)));
+        }
+        Ok(deleted)
+    }
+
     /// Deletes children of kind `T` in `namespace` (or all namespaces when `None`) that belong to this owner but
     /// were not applied in this pass. Returns the names deleted.
-    pub async fn prune<T>(&mut self, namespace: Option<&str>) -> Result<Vec<String>, ChildError>
+    async fn prune_kind<T>(&mut self, namespace: Option<&str>) -> Result<Vec<String>, ChildError>
     where
         T: Resource<DynamicType = (), Scope = NamespaceResourceScope> + Clone + DeserializeOwned + Debug,
     {

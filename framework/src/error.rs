@@ -72,6 +72,42 @@ impl std::fmt::Display for KubeErrorDisplay<'_> {
     }
 }
 
+/// A failed Kubernetes request, with what the controller was doing: the one shape every controller's error
+/// wraps Kubernetes failures in (reason `KubernetesAPIError`).
+#[derive(Debug, thiserror::Error)]
+#[error("{action}: {}", KubeErrorDisplay(source))]
+pub struct KubeError {
+    /// What was being done, e.g. "creating Secret ac-barbican-7b23d-secret".
+    pub action: String,
+    /// The API error.
+    #[source]
+    pub source: Box<kube::Error>,
+}
+
+impl KubeError {
+    /// `source`, which happened while doing `action`.
+    pub fn new(action: impl Into<String>, source: kube::Error) -> Self {
+        Self {
+            action: action.into(),
+            source: Box::new(source),
+        }
+    }
+
+    /// The HTTP status the API server answered, if it answered.
+    pub fn code(&self) -> Option<u16> {
+        match self.source.as_ref() {
+            kube::Error::Api(status) => Some(status.code),
+            _ => None,
+        }
+    }
+}
+
+/// Wraps a Kubernetes error with what was being done: `.map_err(kube_error("reading the namespace"))?`.
+pub fn kube_error(action: impl Into<String>) -> impl FnOnce(kube::Error) -> KubeError {
+    let action = action.into();
+    move |source| KubeError::new(action, source)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,5 +120,16 @@ mod tests {
             describe_kube_error(&error),
             "secrets \"x\" is forbidden: nope (Forbidden)"
         );
+    }
+
+    #[test]
+    fn a_wrapped_error_says_what_was_being_done() {
+        let status = kube::core::Status::failure("the object has been modified", "Conflict").with_code(409);
+        let error = kube_error("writing the status")(kube::Error::Api(Box::new(status)));
+        assert_eq!(
+            error.to_string(),
+            "writing the status: the object has been modified (Conflict)"
+        );
+        assert_eq!(error.code(), Some(409));
     }
 }

@@ -307,28 +307,29 @@ impl ExternalApi {
     }
 }
 
-/// A bearer token held until shortly before it expires.
-struct CachedToken {
-    token: SecretString,
+/// A credential held until shortly before it expires.
+struct Cached<T> {
+    value: T,
     fingerprint: String,
     expires_at: Instant,
 }
 
-/// Caches one bearer token per external system, keyed by a fingerprint of the credentials that minted it so a
-/// rotated password or a changed URL forces a new login.
-pub struct TokenCache {
-    slot: Mutex<Option<CachedToken>>,
+/// Caches one credential (a bearer token, a login session) for an external system, keyed by a fingerprint of
+/// what minted it so a rotated password or a changed URL forces a new login. Concurrent callers wait for one
+/// login instead of each logging in.
+pub struct TokenCache<T = SecretString> {
+    slot: Mutex<Option<Cached<T>>>,
     refresh_before_expiry: Duration,
 }
 
-impl Default for TokenCache {
+impl<T: Clone> Default for TokenCache<T> {
     fn default() -> Self {
         Self::new(Duration::from_secs(10))
     }
 }
 
-impl TokenCache {
-    /// A cache that refreshes tokens `refresh_before_expiry` before they expire.
+impl<T: Clone> TokenCache<T> {
+    /// A cache that refreshes credentials `refresh_before_expiry` before they expire.
     pub fn new(refresh_before_expiry: Duration) -> Self {
         Self {
             slot: Mutex::new(None),
@@ -336,31 +337,31 @@ impl TokenCache {
         }
     }
 
-    /// Returns the cached token for `fingerprint` or logs in with `fetch`, which yields the token and its lifetime.
-    ///
-    /// Concurrent callers wait for one login instead of each logging in.
-    pub async fn get_or_fetch<F, Fut, E>(&self, fingerprint: &str, fetch: F) -> Result<SecretString, E>
+    /// Returns the cached credential for `fingerprint` or logs in with `fetch`, which yields the credential and
+    /// its lifetime.
+    pub async fn get_or_fetch<F, Fut, E>(&self, fingerprint: &str, fetch: F) -> Result<T, E>
     where
         F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<(SecretString, Duration), E>>,
+        Fut: Future<Output = Result<(T, Duration), E>>,
     {
         let mut slot = self.slot.lock().await;
         if let Some(cached) = slot.as_ref()
             && cached.fingerprint == fingerprint
             && Instant::now() + self.refresh_before_expiry < cached.expires_at
         {
-            return Ok(cached.token.clone());
+            return Ok(cached.value.clone());
         }
-        let (token, lifetime) = fetch().await?;
-        *slot = Some(CachedToken {
-            token: token.clone(),
+        *slot = None;
+        let (value, lifetime) = fetch().await?;
+        *slot = Some(Cached {
+            value: value.clone(),
             fingerprint: fingerprint.to_string(),
             expires_at: Instant::now() + lifetime,
         });
-        Ok(token)
+        Ok(value)
     }
 
-    /// Drops the cached token (after the server rejected it with 401).
+    /// Drops the cached credential (after the server rejected it with 401).
     pub async fn invalidate(&self) {
         *self.slot.lock().await = None;
     }

@@ -37,10 +37,34 @@ impl std::fmt::Display for SecretRef {
     }
 }
 
-/// The UTF-8 text under `key` of a Secret's data; `None` when the key is missing or not UTF-8.
+/// Why a Secret's key could not be read as text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum KeyError {
+    /// The Secret has no such key.
+    #[error("has no such key")]
+    Missing,
+    /// The value is not UTF-8 text.
+    #[error("is not text")]
+    NotText,
+}
+
+/// The text under `key` of a Secret: from `data`, else from `stringData` (a Secret as a client wrote it, before
+/// the API server folded it into `data`).
+pub fn value(secret: &Secret, key: &str) -> Result<String, KeyError> {
+    if let Some(bytes) = secret.data.as_ref().and_then(|d| d.get(key)) {
+        return String::from_utf8(bytes.0.clone()).map_err(|_| KeyError::NotText);
+    }
+    secret
+        .string_data
+        .as_ref()
+        .and_then(|d| d.get(key))
+        .cloned()
+        .ok_or(KeyError::Missing)
+}
+
+/// The text under `key` of a Secret; `None` when the key is missing or not text.
 pub fn text(secret: &Secret, key: &str) -> Option<String> {
-    let bytes = secret.data.as_ref()?.get(key)?;
-    String::from_utf8(bytes.0.clone()).ok()
+    value(secret, key).ok()
 }
 
 #[cfg(test)]
@@ -52,16 +76,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn text_reads_utf8_keys_only() {
+    fn keys_are_read_as_text_from_data_then_string_data() {
         let secret = Secret {
             data: Some(BTreeMap::from([
                 ("ok".to_string(), ByteString(b"s3cret".to_vec())),
                 ("binary".to_string(), ByteString(vec![0xff, 0xfe])),
             ])),
+            string_data: Some(BTreeMap::from([
+                ("ok".to_string(), "shadowed".to_string()),
+                ("written".to_string(), "plain".to_string()),
+            ])),
             ..Secret::default()
         };
-        assert_eq!(text(&secret, "ok").as_deref(), Some("s3cret"));
+        assert_eq!(text(&secret, "ok").as_deref(), Some("s3cret"), "data wins");
+        assert_eq!(text(&secret, "written").as_deref(), Some("plain"));
+        assert_eq!(value(&secret, "binary"), Err(KeyError::NotText));
+        assert_eq!(value(&secret, "missing"), Err(KeyError::Missing));
         assert_eq!(text(&secret, "binary"), None);
-        assert_eq!(text(&secret, "missing"), None);
     }
 }

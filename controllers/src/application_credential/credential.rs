@@ -11,6 +11,7 @@
 
 use crds::keystone::{KeystoneApplicationCredential, service_name};
 use framework::clock::Clock;
+use framework::error::{KubeError, kube_error};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::{Client, ResourceExt};
@@ -144,7 +145,7 @@ impl Minter<'_> {
                 let existing = secrets
                     .get(&secret_name)
                     .await
-                    .map_err(AcError::kube(format!("reading Secret {secret_name}")))?;
+                    .map_err(kube_error(format!("reading Secret {secret_name}")))?;
                 if secret::stored_id(&existing).as_deref() != Some(created.id.as_str()) {
                     // Two credential ids sharing their first five characters: leave this credential to expire
                     // unused and mint another.
@@ -153,10 +154,10 @@ impl Minter<'_> {
                 }
             }
             Err(source) => {
-                return Err(AcError::Kube {
-                    action: format!("creating Secret {secret_name}"),
-                    source: Box::new(source),
-                });
+                return Err(AcError::from(KubeError::new(
+                    format!("creating Secret {secret_name}"),
+                    source,
+                )));
             }
         }
         Ok(NewCredential {
@@ -182,7 +183,7 @@ impl Minter<'_> {
         let existing = secrets
             .get_opt(&record_name)
             .await
-            .map_err(AcError::kube(format!("reading Secret {record_name}")))?;
+            .map_err(kube_error(format!("reading Secret {record_name}")))?;
         if let Some(record) = &existing {
             match pending::read(record, uid) {
                 Some(intended) if intended.matches(replaces, security_hash) => return Ok(intended),
@@ -197,7 +198,7 @@ impl Minter<'_> {
         secrets
             .create(&params, &pending::build(ac, service, &intended))
             .await
-            .map_err(AcError::kube(format!("creating Secret {record_name}")))?;
+            .map_err(kube_error(format!("creating Secret {record_name}")))?;
         Ok(intended)
     }
 }
@@ -209,9 +210,9 @@ pub async fn discard(secrets: &Api<Secret>, service: &str) -> Result<(), AcError
     match secrets.delete(&record_name, &DeleteParams::default()).await {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
-        Err(source) => Err(AcError::Kube {
-            action: format!("deleting Secret {record_name}"),
-            source: Box::new(source),
-        }),
+        Err(source) => Err(AcError::from(KubeError::new(
+            format!("deleting Secret {record_name}"),
+            source,
+        ))),
     }
 }

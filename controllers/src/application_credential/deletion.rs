@@ -6,6 +6,7 @@
 //! deletion completes when Keystone or the password Secret is gone.
 
 use crds::keystone::{KeystoneApplicationCredential, service_name};
+use framework::error::kube_error;
 use framework::finalizer;
 use framework::runner::Context;
 use k8s_openapi::api::core::v1::Secret;
@@ -25,14 +26,14 @@ pub async fn release_secrets(ac: &KeystoneApplicationCredential, ctx: &Context) 
     let list = secrets
         .list_metadata(&ListParams::default().labels(&secret::selector(&service)))
         .await
-        .map_err(AcError::kube("listing the credential's Secrets"))?;
+        .map_err(kube_error("listing the credential's Secrets"))?;
     let uid = ac.uid().unwrap_or_default();
     let mut released = 0;
     for object in list.items.iter().filter(|s| secret::is_owned_by(&s.metadata, &uid)) {
         let name = object.name_any();
         if finalizer::remove(&api, object, &PROTECTION, &ctx.field_manager)
             .await
-            .map_err(AcError::kube(format!("releasing Secret {name}")))?
+            .map_err(kube_error(format!("releasing Secret {name}")))?
         {
             released += 1;
         }

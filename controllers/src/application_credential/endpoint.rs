@@ -2,6 +2,7 @@
 //! manager's configured URL.
 
 use crds::keystone::KeystoneAPI;
+use framework::error::KubeError;
 use framework::sanitize;
 use kube::api::{Api, ListParams};
 use kube::{Client, ResourceExt};
@@ -64,10 +65,10 @@ pub async fn resolve(client: &Client, namespace: &str, configured: Option<&Endpo
             }),
             None => Err(AcError::EndpointNotConfigured),
         },
-        Err(source) => Err(AcError::Kube {
-            action: format!("listing KeystoneAPIs in {namespace}"),
-            source: Box::new(source),
-        }),
+        Err(source) => Err(AcError::from(KubeError::new(
+            format!("listing KeystoneAPIs in {namespace}"),
+            source,
+        ))),
     }
 }
 

@@ -1,6 +1,7 @@
 //! Everything that can stop a KeystoneApplicationCredential reconcile, with the condition it shows and whether a
 //! watch or a retry brings it back.
 
+use framework::error::KubeError;
 use framework::{ErrorCategory, ReconcileError};
 
 use crate::keystone::KeystoneError;
@@ -80,26 +81,11 @@ pub enum AcError {
         name: String,
     },
     /// A Kubernetes request failed.
-    #[error("{action}: {}", framework::error::KubeErrorDisplay(source))]
-    Kube {
-        /// What we were doing, e.g. "creating Secret ac-barbican-7b23d-secret".
-        action: String,
-        /// The API error.
-        #[source]
-        source: Box<kube::Error>,
-    },
+    #[error(transparent)]
+    Kube(#[from] KubeError),
 }
 
 impl AcError {
-    /// Wraps a Kubernetes error with what we were doing.
-    pub fn kube(action: impl Into<String>) -> impl FnOnce(kube::Error) -> AcError {
-        let action = action.into();
-        move |source| AcError::Kube {
-            action,
-            source: Box::new(source),
-        }
-    }
-
     /// The condition this error is shown on.
     pub fn affects(&self) -> Affects {
         match self {
@@ -148,7 +134,7 @@ impl ReconcileError for AcError {
             }
             AcError::Keystone { source } => source.category(),
             AcError::CredentialNameTaken { .. } | AcError::SecretNameCollision { .. } => ErrorCategory::Transient,
-            AcError::Kube { .. } => ErrorCategory::Transient,
+            AcError::Kube(_) => ErrorCategory::Transient,
         }
     }
 
@@ -169,7 +155,7 @@ impl ReconcileError for AcError {
             },
             AcError::CredentialNameTaken { .. } => "CredentialNameTaken",
             AcError::SecretNameCollision { .. } => "SecretNameCollision",
-            AcError::Kube { .. } => "KubernetesAPIError",
+            AcError::Kube(_) => "KubernetesAPIError",
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The service user's password, read from the Secret the spec names at the moment it is needed (so a changed
 //! password is used without a restart).
 
+use framework::error::kube_error;
 use k8s_openapi::api::core::v1::Secret;
 use kube::{Api, Client};
 use secrecy::SecretString;
@@ -13,7 +14,7 @@ pub async fn read(client: &Client, namespace: &str, name: &str, key: &str) -> Re
     let secret = api
         .get_opt(name)
         .await
-        .map_err(AcError::kube(format!("reading Secret {name}")))?
+        .map_err(kube_error(format!("reading Secret {name}")))?
         .ok_or_else(|| AcError::PasswordSecretNotFound {
             secret: name.to_string(),
         })?;
@@ -26,16 +27,9 @@ pub fn extract(secret: &Secret, name: &str, key: &str) -> Result<SecretString, A
         secret: name.to_string(),
         key: key.to_string(),
     };
-    if let Some(bytes) = secret.data.as_ref().and_then(|d| d.get(key)) {
-        let text = String::from_utf8(bytes.0.clone()).map_err(|_| missing())?;
-        return Ok(SecretString::from(text));
-    }
-    secret
-        .string_data
-        .as_ref()
-        .and_then(|d| d.get(key))
-        .map(|v| SecretString::from(v.clone()))
-        .ok_or_else(missing)
+    framework::secrets::value(secret, key)
+        .map(SecretString::from)
+        .map_err(|_| missing())
 }
 
 #[cfg(test)]

@@ -114,8 +114,7 @@ pub fn read(secret: &Secret, owner_uid: &str) -> Option<IntendedCredential> {
     if !super::secret::is_owned_by(&secret.metadata, owner_uid) {
         return None;
     }
-    let data = secret.data.as_ref()?;
-    let text = |key: &str| data.get(key).and_then(|v| String::from_utf8(v.0.clone()).ok());
+    let text = |key: &str| framework::secrets::text(secret, key);
     let annotation = |key: &str| secret.annotations().get(key).cloned();
     Some(IntendedCredential {
         name: text(KEY_NAME).filter(|n| !n.is_empty())?,

@@ -18,6 +18,7 @@ use std::time::Duration;
 use crds::keystone::{KeystoneApplicationCredential, service_name};
 use framework::ReconcileError;
 use framework::conditions::ConditionUpdate;
+use framework::error::{KubeError, kube_error};
 use framework::events::Severity;
 use framework::finalizer::{self, FinalizerSpec};
 use framework::runner::{Context, Outcome};
@@ -74,7 +75,7 @@ pub async fn reconcile(
         let api: Api<KeystoneApplicationCredential> = Api::namespaced(ctx.client.clone(), &namespace);
         let fresh = framework::live::reread(&api, ac.as_ref())
             .await
-            .map_err(AcError::kube("reading the credential"))?;
+            .map_err(kube_error("reading the credential"))?;
         let Some(fresh) = fresh.filter(|f| f.meta().deletion_timestamp.is_none()) else {
             return Ok(Outcome::Done);
         };
@@ -119,7 +120,7 @@ pub async fn reconcile(
         // credential minted above is recorded then, through its creation record.
         Ok(Published::Dropped | Published::Gone) => return Ok(Outcome::Done),
         Ok(Published::Written | Published::Unchanged) => {}
-        Err(source) => return Err(AcError::kube("writing the status")(source)),
+        Err(source) => return Err(AcError::from(KubeError::new("writing the status", source))),
     }
 
     if let Some((reason, new)) = &minted {
@@ -176,7 +177,7 @@ async fn list_secrets(
     let list = api
         .list_metadata(&ListParams::default().labels(&secret::selector(&service)))
         .await
-        .map_err(AcError::kube("listing the credential's Secrets"))?;
+        .map_err(kube_error("listing the credential's Secrets"))?;
     let uid = ac.uid().unwrap_or_default();
     Ok(list
         .items
@@ -197,7 +198,7 @@ async fn prune(
         if let Some(object) = secrets.iter().find(|s| s.metadata.name.as_deref() == Some(name)) {
             finalizer::remove(&api, object, &PROTECTION, &ctx.field_manager)
                 .await
-                .map_err(AcError::kube(format!("releasing Secret {name}")))?;
+                .map_err(kube_error(format!("releasing Secret {name}")))?;
         }
     }
     let secrets_api: Api<Secret> = Api::namespaced(ctx.client.clone(), namespace);
@@ -206,10 +207,7 @@ async fn prune(
             Ok(_) => tracing::info!(secret = %name, "deleted a Secret whose credential expired"),
             Err(kube::Error::Api(status)) if status.code == 404 => {}
             Err(source) => {
-                return Err(AcError::Kube {
-                    action: format!("deleting Secret {name}"),
-                    source: Box::new(source),
-                });
+                return Err(AcError::from(KubeError::new(format!("deleting Secret {name}"), source)));
             }
         }
     }

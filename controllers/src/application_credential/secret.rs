@@ -102,8 +102,7 @@ pub fn owner_reference(owner: &KeystoneApplicationCredential) -> Option<OwnerRef
 
 /// The credential id stored in a Secret, if any.
 pub fn stored_id(secret: &Secret) -> Option<String> {
-    let bytes = secret.data.as_ref()?.get(KEY_AC_ID)?;
-    String::from_utf8(bytes.0.clone()).ok()
+    framework::secrets::text(secret, KEY_AC_ID)
 }
 
 /// Whether the object is owned by the credential with `owner_uid`.

@@ -54,10 +54,9 @@ impl SecretCredentials {
                 ))
             })?
             .ok_or_else(|| unavailable(format!("Secret {}/{} does not exist", self.namespace, self.name)))?;
-        let data = secret.data.unwrap_or_default();
         let value = |key: &str| {
-            data.get(key)
-                .map(|v| String::from_utf8_lossy(&v.0).trim().to_string())
+            framework::secrets::text(&secret, key)
+                .map(|v| v.trim().to_string())
                 .filter(|v| !v.is_empty())
         };
         if let (Some(id), Some(secret)) = (value("client-id"), value("client-secret")) {

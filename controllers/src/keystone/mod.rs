@@ -15,16 +15,15 @@ pub mod wire;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex as StdMutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use framework::ErrorCategory;
-use framework::http::{ExternalApi, HttpError, HttpSettings, Idempotency, credential_fingerprint};
+use framework::http::{ExternalApi, HttpError, HttpSettings, Idempotency, TokenCache, credential_fingerprint};
 use framework::metrics::Metrics;
 use framework::sanitize;
 use jiff::Timestamp;
 use reqwest::StatusCode;
 use secrecy::{ExposeSecret, SecretString};
-use tokio::sync::Mutex;
 
 /// The label value of this system in metrics and messages.
 pub const API_NAME: &str = "keystone";
@@ -260,19 +259,13 @@ impl ApplicationCredential {
 struct Session {
     token: SecretString,
     user_id: String,
-    valid_until: Instant,
-}
-
-/// The cached session of one service user (behind an async lock, so concurrent callers share one login).
-#[derive(Default)]
-struct SessionSlot {
-    cached: Option<(String, Session)>,
 }
 
 /// The Keystone client; cheap to share (`Arc`), one per process.
 pub struct KeystoneClient {
     http: ExternalApi,
-    sessions: StdMutex<HashMap<String, Arc<Mutex<SessionSlot>>>>,
+    /// One cached session per service user (concurrent callers for a user share one login).
+    sessions: StdMutex<HashMap<String, Arc<TokenCache<Session>>>>,
 }
 
 impl KeystoneClient {
@@ -284,36 +277,29 @@ impl KeystoneClient {
         })
     }
 
-    fn slot(&self, user: &ServiceUser) -> Arc<Mutex<SessionSlot>> {
+    fn slot(&self, user: &ServiceUser) -> Arc<TokenCache<Session>> {
         let mut sessions = self.sessions.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        sessions.entry(user.session_key()).or_default().clone()
+        sessions
+            .entry(user.session_key())
+            .or_insert_with(|| Arc::new(TokenCache::new(TOKEN_REFRESH_MARGIN)))
+            .clone()
     }
 
     /// The cached session of `user`, or a new login.
     async fn session(&self, user: &ServiceUser) -> Result<Session, KeystoneError> {
-        let slot = self.slot(user);
-        let mut slot = slot.lock().await;
-        let fingerprint = user.fingerprint();
-        if let Some((cached_fingerprint, session)) = &slot.cached
-            && *cached_fingerprint == fingerprint
-            && Instant::now() < session.valid_until
-        {
-            return Ok(session.clone());
-        }
-        slot.cached = None;
-        let session = self.login(user).await?;
-        slot.cached = Some((fingerprint, session.clone()));
-        Ok(session)
+        self.slot(user)
+            .get_or_fetch(&user.fingerprint(), || self.login(user))
+            .await
     }
 
     /// Drops the cached session of `user` (after Keystone stopped accepting its token).
     async fn forget_session(&self, user: &ServiceUser) {
-        self.slot(user).lock().await.cached = None;
+        self.slot(user).invalidate().await;
     }
 
     /// Project-scoped password login. The answer is the token's own document (what validating the token with
     /// itself as subject returns), so the user's id is read from it without a second round-trip.
-    async fn login(&self, user: &ServiceUser) -> Result<Session, KeystoneError> {
+    async fn login(&self, user: &ServiceUser) -> Result<(Session, Duration), KeystoneError> {
         const OPERATION: &str = "login";
         let body = wire::password_login(
             &user.user_name,
@@ -356,11 +342,11 @@ impl KeystoneClient {
             })?;
         let lifetime = Duration::try_from(expires_at.duration_since(Timestamp::now())).unwrap_or(Duration::ZERO);
         tracing::debug!(user = %user.user_name, endpoint = %user.endpoint, ?lifetime, "logged in to Keystone");
-        Ok(Session {
+        let session = Session {
             token,
             user_id: document.token.user.id,
-            valid_until: Instant::now() + lifetime.saturating_sub(TOKEN_REFRESH_MARGIN),
-        })
+        };
+        Ok((session, lifetime))
     }
 
     /// Runs `call` with `user`'s session; when Keystone answers 401 to a cached token, logs in again once.

@@ -48,3 +48,114 @@ pub fn auth_config_hash(
     });
     hex::encode(Sha256::digest(document.to_string().as_bytes()))
 }
+
+/// The Keycloak gate: whether the clients provisioned before can be used as they are, without calling Keycloak.
+/// Only when their Secret is complete, no re-provisioning is forced, the last pass ended with AuthReady True, and
+/// the configuration's hash is the one recorded when they were provisioned.
+pub fn may_reuse_clients(
+    secret_complete: bool,
+    forced: bool,
+    auth_was_ready: bool,
+    recorded_hash: Option<&str>,
+    hash: &str,
+) -> bool {
+    secret_complete && !forced && auth_was_ready && recorded_hash == Some(hash)
+}
+
+#[cfg(test)]
+mod tests {
+    use crds::nebari::{NebariAppSpec, ServiceReference};
+
+    use super::*;
+
+    fn app() -> NebariApp {
+        let mut app = NebariApp::new(
+            "web",
+            NebariAppSpec {
+                hostname: "web.example.com".into(),
+                service: ServiceReference {
+                    name: "web".into(),
+                    port: 80,
+                    namespace: None,
+                },
+                routing: None,
+                auth: None,
+                gateway: Default::default(),
+                service_account_name: None,
+                landing_page: None,
+            },
+        );
+        app.metadata.namespace = Some("team".into());
+        app
+    }
+
+    fn auth(value: serde_json::Value) -> AuthConfig {
+        serde_json::from_value(value).expect("auth config")
+    }
+
+    #[test]
+    fn the_hash_ignores_order_but_sees_every_keycloak_shaping_input() {
+        let settings = NebariAppSettings::example();
+        let base = auth(json!({"enabled": true, "scopes": ["openid", "email"], "groups": ["a", "b"]}));
+        let hash = auth_config_hash(&app(), &base, &settings, true, &[]);
+        assert_eq!(hash.len(), 64, "hex SHA-256");
+        let reordered = auth(json!({"enabled": true, "scopes": ["email", "openid", "email"], "groups": ["b", "a"]}));
+        assert_eq!(auth_config_hash(&app(), &reordered, &settings, true, &[]), hash);
+
+        assert_ne!(
+            auth_config_hash(&app(), &base, &settings, false, &[]),
+            hash,
+            "the redirect scheme"
+        );
+        assert_ne!(
+            auth_config_hash(&app(), &base, &settings, true, &["peer".into()]),
+            hash,
+            "a token-exchange peer"
+        );
+        let device = auth(
+            json!({"enabled": true, "scopes": ["openid", "email"], "groups": ["a", "b"],
+            "deviceFlowClient": {"enabled": true}}),
+        );
+        assert_ne!(
+            auth_config_hash(&app(), &device, &settings, true, &[]),
+            hash,
+            "the device client"
+        );
+        let mut other_realm = settings.clone();
+        other_realm.keycloak.realm = "other".into();
+        assert_ne!(
+            auth_config_hash(&app(), &base, &other_realm, true, &[]),
+            hash,
+            "the realm"
+        );
+        let mut moved = app();
+        moved.spec.hostname = "new.example.com".into();
+        assert_ne!(
+            auth_config_hash(&moved, &base, &settings, true, &[]),
+            hash,
+            "the hostname"
+        );
+    }
+
+    #[test]
+    fn keycloak_is_skipped_only_when_everything_still_matches() {
+        assert!(may_reuse_clients(true, false, true, Some("h"), "h"));
+        assert!(
+            !may_reuse_clients(false, false, true, Some("h"), "h"),
+            "the client Secret is gone or incomplete"
+        );
+        assert!(
+            !may_reuse_clients(true, true, true, Some("h"), "h"),
+            "re-provisioning is forced"
+        );
+        assert!(
+            !may_reuse_clients(true, false, false, Some("h"), "h"),
+            "the last pass did not finish"
+        );
+        assert!(
+            !may_reuse_clients(true, false, true, Some("old"), "h"),
+            "the configuration changed"
+        );
+        assert!(!may_reuse_clients(true, false, true, None, "h"), "never provisioned");
+    }
+}

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crds::nebari::NebariApp;
 use crds::thirdparty::cert_manager::Certificate;
 use framework::conditions::ConditionUpdate;
+use framework::error::{KubeError, kube_error};
 use framework::events::Severity;
 use framework::runner::Context;
 use kube::api::{Api, DeleteParams};
@@ -81,7 +82,7 @@ pub async fn cleanup(
     if let Some(cert) = certificates
         .get_opt(&names.certificate())
         .await
-        .map_err(|e| NebariAppError::api("reading the Certificate", e))?
+        .map_err(kube_error("reading the Certificate"))?
     {
         let ours =
             cert.labels().get(super::tls::APP_NAMESPACE_LABEL) == Some(&framework::names::label_value(&namespace));
@@ -92,7 +93,7 @@ pub async fn cleanup(
             {
                 Ok(_) => {}
                 Err(kube::Error::Api(status)) if status.code == 404 => {}
-                Err(e) => return Err(NebariAppError::api("deleting the Certificate", e)),
+                Err(e) => return Err(KubeError::new("deleting the Certificate", e).into()),
             }
         }
     }

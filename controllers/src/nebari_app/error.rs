@@ -2,6 +2,7 @@
 //! object (no credentials, tokens or response bodies).
 
 use framework::children::ChildError;
+use framework::error::KubeError;
 use framework::{ErrorCategory, ReconcileError};
 
 use crate::keycloak::{ErrorKind, KeycloakError};
@@ -13,14 +14,8 @@ pub enum NebariAppError {
     #[error("{0}")]
     Kubernetes(Box<ChildError>),
     /// A Kubernetes request outside the child set failed.
-    #[error("{what}: {}", framework::error::KubeErrorDisplay(source))]
-    Api {
-        /// What was being done.
-        what: String,
-        /// The API error.
-        #[source]
-        source: Box<kube::Error>,
-    },
+    #[error(transparent)]
+    Api(#[from] KubeError),
     /// A Keycloak request failed.
     #[error("{0}")]
     Keycloak(#[from] KeycloakError),
@@ -30,16 +25,6 @@ pub enum NebariAppError {
     /// The configuration cannot work (e.g. generic-oidc without a client Secret).
     #[error("{0}")]
     Invalid(String),
-}
-
-impl NebariAppError {
-    /// Wraps a Kubernetes API error with what was being done.
-    pub fn api(what: impl Into<String>, source: kube::Error) -> Self {
-        NebariAppError::Api {
-            what: what.into(),
-            source: Box::new(source),
-        }
-    }
 }
 
 impl From<ChildError> for NebariAppError {
@@ -60,7 +45,7 @@ impl NebariAppError {
             },
             NebariAppError::AdminCredentials(_) => "KeycloakCredentialsUnavailable",
             NebariAppError::Invalid(_) => "InvalidConfiguration",
-            NebariAppError::Kubernetes(_) | NebariAppError::Api { .. } => "KubernetesAPIError",
+            NebariAppError::Kubernetes(_) | NebariAppError::Api(_) => "KubernetesAPIError",
         }
     }
 }
@@ -68,7 +53,7 @@ impl NebariAppError {
 impl ReconcileError for NebariAppError {
     fn category(&self) -> ErrorCategory {
         match self {
-            NebariAppError::Kubernetes(_) | NebariAppError::Api { .. } => ErrorCategory::Transient,
+            NebariAppError::Kubernetes(_) | NebariAppError::Api(_) => ErrorCategory::Transient,
             NebariAppError::Keycloak(e) if e.is_transient() => ErrorCategory::Transient,
             NebariAppError::Keycloak(_) => ErrorCategory::Dependency,
             NebariAppError::AdminCredentials(_) => ErrorCategory::Dependency,
@@ -78,7 +63,7 @@ impl ReconcileError for NebariAppError {
 
     fn reason(&self) -> &'static str {
         match self {
-            NebariAppError::Kubernetes(_) | NebariAppError::Api { .. } => "KubernetesAPIError",
+            NebariAppError::Kubernetes(_) | NebariAppError::Api(_) => "KubernetesAPIError",
             NebariAppError::Keycloak(_) => "KeycloakError",
             NebariAppError::AdminCredentials(_) => "KeycloakCredentialsUnavailable",
             NebariAppError::Invalid(_) => "InvalidConfiguration",

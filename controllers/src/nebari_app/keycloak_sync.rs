@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crds::nebari::{AuthConfig, AuthProvider, NebariApp, NebariAppStatus};
+use framework::error::kube_error;
 use framework::namespaces::WatchedNamespaces;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::ListParams;
@@ -70,8 +71,7 @@ pub struct ProvisionedClients {
 
 /// Reads the credentials back from an existing OIDC Secret (so a steady-state pass needs no Keycloak call).
 pub fn secret_data(secret: &Secret) -> Option<OidcSecretData> {
-    let data = secret.data.as_ref()?;
-    let get = |key: &str| data.get(key).map(|v| String::from_utf8_lossy(&v.0).into_owned());
+    let get = |key: &str| framework::secrets::text(secret, key);
     Some(OidcSecretData {
         client_id: get("client-id")?,
         client_secret: get("client-secret").filter(|s| !s.is_empty())?,
@@ -98,7 +98,7 @@ pub async fn token_exchange_peers(
     let apps = namespaces
         .list::<NebariApp>(kube, &ListParams::default())
         .await
-        .map_err(|e| NebariAppError::api("listing NebariApps", e))?;
+        .map_err(kube_error("listing NebariApps"))?;
     let me = (app.namespace(), app.name_any());
     let mut peers: Vec<String> = apps
         .iter()
@@ -128,195 +128,227 @@ pub async fn provision(
     peers: &[String],
     previous_spa: Option<&str>,
 ) -> Result<ProvisionedClients, NebariAppError> {
-    let realm = controller.keycloak.realm(&controller.settings.keycloak.realm);
-    let host = &app.spec.hostname;
-    let base = format!("{}://{host}", scheme(tls));
-    let callback = auth
-        .redirect_uri
-        .as_deref()
-        .filter(|p| !p.is_empty())
-        .unwrap_or(DEFAULT_REDIRECT_PATH);
-    let callback = if callback.starts_with('/') {
-        callback.to_string()
-    } else {
-        format!("/{callback}")
+    let mut run = Provisioning {
+        realm: controller.keycloak.realm(&controller.settings.keycloak.realm),
+        auth,
+        names,
+        base: format!("{}://{}", scheme(tls), app.spec.hostname),
+        scopes: scopes(auth).into_iter().filter(|s| s != "openid").collect(),
+        warnings: Vec::new(),
     };
-    let mut warnings = Vec::new();
+    let (confidential, client_secret) = run.confidential_client().await?;
+    run.scopes_and_mappers(&confidential.id).await?;
+    run.groups().await?;
+    let spa_client_id = run.spa_client(previous_spa).await?;
+    let device_client_id = run.device_client(&confidential.client_id).await?;
+    run.token_exchange(&confidential.id, peers).await?;
+    Ok(ProvisionedClients {
+        client_id: confidential.client_id,
+        client_secret,
+        spa_client_id,
+        device_client_id,
+        warnings: run.warnings,
+    })
+}
 
-    // The confidential client.
-    let client_id = names.keycloak_client();
-    let redirect_uris = vec![format!("{base}{callback}")];
-    let web_origins = vec![base.clone()];
-    let logout = vec![format!("{base}/*")];
-    let spec = ClientSpec::confidential(&client_id, None)
-        .with_redirect_uris(redirect_uris.clone())
-        .with_web_origins(web_origins.clone())
-        .with_post_logout_redirect_uris(&logout);
-    let confidential = ensure_owned(&realm, spec, names).await?;
-    let update = ClientUpdate {
-        redirect_uris: Some(redirect_uris),
-        web_origins: Some(web_origins),
-        set_attributes: BTreeMap::from([(
-            crate::keycloak::POST_LOGOUT_REDIRECT_URIS_ATTRIBUTE.to_string(),
-            logout.join("##"),
-        )]),
-        standard_flow: Some(true),
-        enabled: Some(true),
-        ..Default::default()
-    };
-    realm.update_client(&confidential.id, &update).await?;
-    let client_secret = match realm.client_secret(&confidential.id).await? {
-        Some(secret) => secret,
-        None => realm.regenerate_client_secret(&confidential.id).await?,
-    };
+/// One provisioning of an app's Keycloak state, one method per part.
+struct Provisioning<'a> {
+    realm: RealmClient,
+    auth: &'a AuthConfig,
+    names: &'a AppNames,
+    /// `<scheme>://<hostname>`: the base of every redirect URI and web origin.
+    base: String,
+    /// The requested scopes besides `openid`.
+    scopes: Vec<String>,
+    warnings: Vec<String>,
+}
 
-    // Default scopes and protocol mappers.
-    let requested: Vec<String> = scopes(auth).into_iter().filter(|s| s != "openid").collect();
-    realm
-        .ensure_default_client_scopes(&confidential.id, &requested, Some(SCOPE_DESCRIPTION))
-        .await?;
-    let configured = auth.keycloak_config.as_ref().and_then(|k| k.protocol_mappers.as_ref());
-    match configured {
-        Some(mappers) => {
-            for mapper in mappers {
-                let config: Vec<(&str, &str)> = mapper
-                    .config
-                    .iter()
-                    .flatten()
-                    .map(|(k, v)| (k.as_str(), v.as_str()))
-                    .collect();
-                realm
-                    .ensure_protocol_mapper(
-                        &confidential.id,
-                        &ProtocolMapper::oidc(&mapper.name, &mapper.protocol_mapper, &config),
-                    )
-                    .await?;
+impl Provisioning<'_> {
+    /// The confidential client with its redirect URIs, and its secret (generated when it has none).
+    async fn confidential_client(&self) -> Result<(Client, String), NebariAppError> {
+        let base = &self.base;
+        let callback = self
+            .auth
+            .redirect_uri
+            .as_deref()
+            .filter(|p| !p.is_empty())
+            .unwrap_or(DEFAULT_REDIRECT_PATH);
+        let callback = if callback.starts_with('/') {
+            callback.to_string()
+        } else {
+            format!("/{callback}")
+        };
+        let client_id = self.names.keycloak_client();
+        let redirect_uris = vec![format!("{base}{callback}")];
+        let web_origins = vec![base.clone()];
+        let logout = vec![format!("{base}/*")];
+        let spec = ClientSpec::confidential(&client_id, None)
+            .with_redirect_uris(redirect_uris.clone())
+            .with_web_origins(web_origins.clone())
+            .with_post_logout_redirect_uris(&logout);
+        let confidential = ensure_owned(&self.realm, spec, self.names).await?;
+        let update = ClientUpdate {
+            redirect_uris: Some(redirect_uris),
+            web_origins: Some(web_origins),
+            set_attributes: BTreeMap::from([(
+                crate::keycloak::POST_LOGOUT_REDIRECT_URIS_ATTRIBUTE.to_string(),
+                logout.join("##"),
+            )]),
+            standard_flow: Some(true),
+            enabled: Some(true),
+            ..Default::default()
+        };
+        self.realm.update_client(&confidential.id, &update).await?;
+        let secret = match self.realm.client_secret(&confidential.id).await? {
+            Some(secret) => secret,
+            None => self.realm.regenerate_client_secret(&confidential.id).await?,
+        };
+        Ok((confidential, secret.expose_secret().to_string()))
+    }
+
+    /// The confidential client's default scopes and protocol mappers (the configured ones, else a groups mapper
+    /// when `groups` is requested).
+    async fn scopes_and_mappers(&self, client: &str) -> Result<(), NebariAppError> {
+        let realm = &self.realm;
+        realm
+            .ensure_default_client_scopes(client, &self.scopes, Some(SCOPE_DESCRIPTION))
+            .await?;
+        let configured = self
+            .auth
+            .keycloak_config
+            .as_ref()
+            .and_then(|k| k.protocol_mappers.as_ref());
+        match configured {
+            Some(mappers) => {
+                for mapper in mappers {
+                    let config: Vec<(&str, &str)> = mapper
+                        .config
+                        .iter()
+                        .flatten()
+                        .map(|(k, v)| (k.as_str(), v.as_str()))
+                        .collect();
+                    let mapper = ProtocolMapper::oidc(&mapper.name, &mapper.protocol_mapper, &config);
+                    realm.ensure_protocol_mapper(client, &mapper).await?;
+                }
+            }
+            None if self.scopes.iter().any(|s| s == "groups") => {
+                let mapper = ProtocolMapper::group_membership(GROUP_MAPPER, "groups", false);
+                realm.ensure_protocol_mapper(client, &mapper).await?;
+            }
+            None => {}
+        }
+        Ok(())
+    }
+
+    /// The groups the app names, with their listed members added (never removed); unknown users become
+    /// warnings.
+    async fn groups(&mut self) -> Result<(), NebariAppError> {
+        let auth = self.auth;
+        let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for name in auth.groups.iter().flatten() {
+            groups.entry(name.clone()).or_default();
+        }
+        for group in auth.keycloak_config.iter().flat_map(|k| k.groups.iter().flatten()) {
+            groups
+                .entry(group.name.clone())
+                .or_default()
+                .extend(group.members.iter().flatten().cloned());
+        }
+        for (name, members) in &groups {
+            let group = self.realm.ensure_top_level_group(name, &BTreeMap::new()).await?.value;
+            if members.is_empty() {
+                continue;
+            }
+            let references: Vec<UserRef> = members.iter().map(|m| UserRef::UsernameOrEmail(m.clone())).collect();
+            let resolution = self.realm.resolve_users(&references).await?;
+            for (_, user) in &resolution.found {
+                self.realm.add_group_member(&group.id, &user.id).await?;
+            }
+            for unknown in &resolution.unknown {
+                self.warnings.push(format!(
+                    "user {} does not exist in Keycloak; not added to group {name}",
+                    unknown.identifier()
+                ));
             }
         }
-        None if requested.iter().any(|s| s == "groups") => {
-            realm
-                .ensure_protocol_mapper(
-                    &confidential.id,
-                    &ProtocolMapper::group_membership(GROUP_MAPPER, "groups", false),
-                )
-                .await?;
-        }
-        None => {}
+        Ok(())
     }
 
-    // Groups, with members added (never removed).
-    let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for name in auth.groups.iter().flatten() {
-        groups.entry(name.clone()).or_default();
-    }
-    for group in auth.keycloak_config.iter().flat_map(|k| k.groups.iter().flatten()) {
-        groups
-            .entry(group.name.clone())
-            .or_default()
-            .extend(group.members.iter().flatten().cloned());
-    }
-    for (name, members) in &groups {
-        let group = realm.ensure_top_level_group(name, &BTreeMap::new()).await?.value;
-        if members.is_empty() {
-            continue;
+    /// The SPA client: present while enabled; removed when turned off or renamed (the previous id is the one the
+    /// OIDC Secret records; the default id is checked too).
+    async fn spa_client(&self, previous: Option<&str>) -> Result<Option<String>, NebariAppError> {
+        let (names, base) = (self.names, &self.base);
+        let config = self.auth.spa_client.as_ref();
+        let spa_id = names.keycloak_spa_client(config.and_then(|s| s.client_id.as_deref()));
+        let enabled = config.is_some_and(|s| s.enabled);
+        let mut stale: BTreeSet<String> = [Some(names.keycloak_spa_client(None)), previous.map(str::to_string)]
+            .into_iter()
+            .flatten()
+            .collect();
+        if enabled {
+            stale.remove(&spa_id);
+        } else {
+            stale.insert(spa_id.clone());
         }
-        let references: Vec<UserRef> = members.iter().map(|m| UserRef::UsernameOrEmail(m.clone())).collect();
-        let resolution = realm.resolve_users(&references).await?;
-        for (_, user) in &resolution.found {
-            realm.add_group_member(&group.id, &user.id).await?;
+        for id in &stale {
+            delete_owned(&self.realm, id, names).await?;
         }
-        for unknown in &resolution.unknown {
-            warnings.push(format!(
-                "user {} does not exist in Keycloak; not added to group {name}",
-                unknown.identifier()
-            ));
+        if !enabled {
+            return Ok(None);
         }
-    }
-
-    // The SPA client: present while enabled; removed when turned off or renamed (the previous id is the one the
-    // OIDC Secret records; the default id is checked too).
-    let spa_config = auth.spa_client.as_ref();
-    let spa_id = names.keycloak_spa_client(spa_config.and_then(|s| s.client_id.as_deref()));
-    let spa_enabled = spa_config.is_some_and(|s| s.enabled);
-    let mut stale_spa: BTreeSet<String> = [Some(names.keycloak_spa_client(None)), previous_spa.map(str::to_string)]
-        .into_iter()
-        .flatten()
-        .collect();
-    if spa_enabled {
-        stale_spa.remove(&spa_id);
-    } else {
-        stale_spa.insert(spa_id.clone());
-    }
-    for stale in &stale_spa {
-        delete_owned(&realm, stale, names).await?;
-    }
-    let spa_client_id = if spa_enabled {
         let uris = vec![format!("{base}/*"), base.clone()];
         let spec = ClientSpec::spa(&spa_id)
             .with_redirect_uris(uris.clone())
             .with_web_origins(vec![base.clone()]);
-        let spa = ensure_owned(&realm, spec, names).await?;
-        realm
-            .update_client(
-                &spa.id,
-                &ClientUpdate {
-                    redirect_uris: Some(uris),
-                    web_origins: Some(vec![base.clone()]),
-                    ..Default::default()
-                },
-            )
-            .await?;
-        Some(spa_id)
-    } else {
-        None
-    };
-
-    // The device-flow client, with an audience mapper so its tokens are accepted by the confidential client.
-    let device_id = names.keycloak_device_client();
-    let device_client_id = if auth.device_flow_client.as_ref().is_some_and(|d| d.enabled) {
-        let device = ensure_owned(&realm, ClientSpec::device_flow(&device_id), names).await?;
-        realm
-            .ensure_default_client_scopes(&device.id, &requested, Some(SCOPE_DESCRIPTION))
-            .await?;
-        realm
-            .ensure_protocol_mapper(
-                &device.id,
-                &ProtocolMapper::audience(DEVICE_AUDIENCE_MAPPER, &client_id),
-            )
-            .await?;
-        Some(device_id)
-    } else {
-        delete_owned(&realm, &device_id, names).await?;
-        None
-    };
-
-    // Token exchange towards this client.
-    if auth.token_exchange.as_ref().is_some_and(|t| t.enabled) {
-        let mut requesters = Vec::new();
-        for peer in peers {
-            if let Some(peer_client) = realm.find_client(peer).await? {
-                requesters.push(TokenExchangeRequester {
-                    policy_name: format!("{peer}-token-exchange"),
-                    client: peer_client.id,
-                });
-            }
-        }
-        realm.grant_token_exchange(&confidential.id, &requesters).await?;
-    } else {
-        match realm.disable_client_management_permissions(&confidential.id).await {
-            Ok(()) => {}
-            Err(error) if matches!(error.kind(), ErrorKind::FeatureDisabled | ErrorKind::NotFound) => {}
-            Err(error) => return Err(error.into()),
-        }
+        let spa = ensure_owned(&self.realm, spec, names).await?;
+        let update = ClientUpdate {
+            redirect_uris: Some(uris),
+            web_origins: Some(vec![base.clone()]),
+            ..Default::default()
+        };
+        self.realm.update_client(&spa.id, &update).await?;
+        Ok(Some(spa_id))
     }
 
-    Ok(ProvisionedClients {
-        client_id,
-        client_secret: client_secret.expose_secret().to_string(),
-        spa_client_id,
-        device_client_id,
-        warnings,
-    })
+    /// The device-flow client while enabled, with an audience mapper so its tokens are accepted by the
+    /// confidential client `audience`; removed otherwise.
+    async fn device_client(&self, audience: &str) -> Result<Option<String>, NebariAppError> {
+        let device_id = self.names.keycloak_device_client();
+        if !self.auth.device_flow_client.as_ref().is_some_and(|d| d.enabled) {
+            delete_owned(&self.realm, &device_id, self.names).await?;
+            return Ok(None);
+        }
+        let device = ensure_owned(&self.realm, ClientSpec::device_flow(&device_id), self.names).await?;
+        self.realm
+            .ensure_default_client_scopes(&device.id, &self.scopes, Some(SCOPE_DESCRIPTION))
+            .await?;
+        let mapper = ProtocolMapper::audience(DEVICE_AUDIENCE_MAPPER, audience);
+        self.realm.ensure_protocol_mapper(&device.id, &mapper).await?;
+        Ok(Some(device_id))
+    }
+
+    /// Token exchange towards the confidential client `client`: granted to `peers` while enabled, revoked
+    /// otherwise (a Keycloak without the feature has nothing to revoke).
+    async fn token_exchange(&self, client: &str, peers: &[String]) -> Result<(), NebariAppError> {
+        if self.auth.token_exchange.as_ref().is_some_and(|t| t.enabled) {
+            let mut requesters = Vec::new();
+            for peer in peers {
+                if let Some(peer_client) = self.realm.find_client(peer).await? {
+                    requesters.push(TokenExchangeRequester {
+                        policy_name: format!("{peer}-token-exchange"),
+                        client: peer_client.id,
+                    });
+                }
+            }
+            self.realm.grant_token_exchange(client, &requesters).await?;
+            return Ok(());
+        }
+        match self.realm.disable_client_management_permissions(client).await {
+            Ok(()) => Ok(()),
+            Err(error) if matches!(error.kind(), ErrorKind::FeatureDisabled | ErrorKind::NotFound) => Ok(()),
+            Err(error) => Err(error.into()),
+        }
+    }
 }
 
 /// The client `spec.client_id`, created with this app as its owner when missing, adopted when it is one the

@@ -7,8 +7,8 @@
 //! first.
 
 use crds::nebari::NebariApp;
+use framework::error::{KubeError, kube_error};
 use framework::runner::Context;
-use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, Patch, PatchParams};
 use kube::core::{DynamicObject, GroupVersionKind};
 use kube::discovery::ApiResource;
@@ -16,8 +16,6 @@ use serde_json::{Value, json};
 
 use super::error::NebariAppError;
 use super::naming::AppNames;
-use super::tls;
-use framework::conditions::ConditionUpdate;
 
 /// What ensuring the listener found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -54,7 +52,7 @@ impl<'a> ListenerWriter<'a> {
         let live = gateway_api(self.ctx, namespace)
             .get_opt(gateway)
             .await
-            .map_err(|e| NebariAppError::api(format!("reading Gateway {namespace}/{gateway}"), e))?;
+            .map_err(kube_error(format!("reading Gateway {namespace}/{gateway}")))?;
         Ok(live.map(|g| serde_json::to_value(g).unwrap_or(Value::Null)))
     }
 
@@ -69,29 +67,28 @@ impl<'a> ListenerWriter<'a> {
         let Some(live) = self.live_gateway(gateway, namespace).await? else {
             return Ok(ListenerOutcome::GatewayMissing);
         };
-        let desired = tls::listener(app, self.names, secret, namespace);
-        if let Some((_, current)) = tls::find_listener(&live, &self.names.listener())
+        let desired = listener(app, self.names, secret, namespace);
+        if let Some((_, current)) = find_listener(&live, &self.names.listener())
             && framework::children::is_subset(&desired, current)
         {
             return Ok(ListenerOutcome::Ready);
         }
-        let body = tls::gateway_apply_body(gateway, namespace, vec![desired]);
+        let body = gateway_apply_body(gateway, namespace, vec![desired]);
         let params = PatchParams::apply(&self.names.listener_field_manager(&self.ctx.field_manager)).force();
         match gateway_api(self.ctx, namespace)
             .patch(gateway, &params, &Patch::Apply(&body))
             .await
         {
             Ok(_) => Ok(ListenerOutcome::Ready),
-            Err(error) if tls::is_listener_conflict(&error) => Ok(ListenerOutcome::Conflict(format!(
+            Err(error) if is_listener_conflict(&error) => Ok(ListenerOutcome::Conflict(format!(
                 "listener {} on Gateway {namespace}/{gateway} conflicts with another listener for {} (same port, \
                  protocol and hostname)",
                 self.names.listener(),
                 app.spec.hostname
             ))),
-            Err(error) => Err(NebariAppError::api(
-                format!("adding the listener to Gateway {namespace}/{gateway}"),
-                error,
-            )),
+            Err(error) => {
+                Err(KubeError::new(format!("adding the listener to Gateway {namespace}/{gateway}"), error).into())
+            }
         }
     }
 
@@ -101,24 +98,23 @@ impl<'a> ListenerWriter<'a> {
         let Some(live) = self.live_gateway(gateway, namespace).await? else {
             return Ok(());
         };
-        if tls::find_listener(&live, &listener).is_none() {
+        if find_listener(&live, &listener).is_none() {
             return Ok(());
         }
         let api = gateway_api(self.ctx, namespace);
-        let body = tls::gateway_apply_body(gateway, namespace, Vec::new());
+        let body = gateway_apply_body(gateway, namespace, Vec::new());
         let params = PatchParams::apply(&self.names.listener_field_manager(&self.ctx.field_manager)).force();
-        api.patch(gateway, &params, &Patch::Apply(&body)).await.map_err(|e| {
-            NebariAppError::api(
-                format!("withdrawing the listener from Gateway {namespace}/{gateway}"),
-                e,
-            )
-        })?;
+        api.patch(gateway, &params, &Patch::Apply(&body))
+            .await
+            .map_err(kube_error(format!(
+                "withdrawing the listener from Gateway {namespace}/{gateway}"
+            )))?;
         // A listener another manager also owns (the replaced operator's whole-Gateway update) survives the
         // withdrawal: remove that item explicitly, guarded by a test of its name.
         let Some(after) = self.live_gateway(gateway, namespace).await? else {
             return Ok(());
         };
-        if let Some((index, _)) = tls::find_listener(&after, &listener) {
+        if let Some((index, _)) = find_listener(&after, &listener) {
             let patch: json_patch::Patch = serde_json::from_value(json!([
                 {"op": "test", "path": format!("/spec/listeners/{index}/name"), "value": listener},
                 {"op": "remove", "path": format!("/spec/listeners/{index}")},
@@ -126,44 +122,126 @@ impl<'a> ListenerWriter<'a> {
             .map_err(|e| NebariAppError::Invalid(format!("building the listener removal patch: {e}")))?;
             api.patch(gateway, &PatchParams::default(), &Patch::<()>::Json(patch))
                 .await
-                .map_err(|e| {
-                    NebariAppError::api(format!("removing the listener from Gateway {namespace}/{gateway}"), e)
-                })?;
+                .map_err(kube_error(format!(
+                    "removing the listener from Gateway {namespace}/{gateway}"
+                )))?;
         }
         Ok(())
     }
 }
 
-/// TLSReady for a user-provided Secret: it must exist, be of type `kubernetes.io/tls` and hold a certificate
-/// and key.
-pub fn user_secret_condition(secret: Option<&Secret>, namespace: &str, name: &str) -> ConditionUpdate {
-    const TLS_READY: &str = super::status::TLS_READY;
-    let Some(secret) = secret else {
-        return ConditionUpdate::failed(
-            TLS_READY,
-            "UserProvidedSecretNotFound",
-            format!("TLS Secret {namespace}/{name} does not exist"),
-        );
-    };
-    if secret.type_.as_deref() != Some("kubernetes.io/tls") {
-        return ConditionUpdate::failed(
-            TLS_READY,
-            "UserProvidedSecretInvalidType",
-            format!("TLS Secret {namespace}/{name} must have type kubernetes.io/tls"),
-        );
+/// The listener the app owns on the shared Gateway: HTTPS on 443 for its hostname, terminating with `secret`,
+/// accepting routes only from the app's namespace.
+pub fn listener(app: &NebariApp, names: &AppNames, secret: &str, gateway_namespace: &str) -> Value {
+    json!({
+        "name": names.listener(),
+        "hostname": app.spec.hostname,
+        "port": 443,
+        "protocol": "HTTPS",
+        "tls": {
+            "mode": "Terminate",
+            "certificateRefs": [{"group": "", "kind": "Secret", "name": secret, "namespace": gateway_namespace}],
+        },
+        "allowedRoutes": {
+            "namespaces": {
+                "from": "Selector",
+                "selector": {"matchLabels": {"kubernetes.io/metadata.name": names.namespace}},
+            },
+        },
+    })
+}
+
+/// The server-side apply body that gives the app's field manager exactly `listeners` on the Gateway (an empty
+/// list withdraws the app's listener).
+pub fn gateway_apply_body(gateway: &str, gateway_namespace: &str, listeners: Vec<Value>) -> Value {
+    json!({
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "Gateway",
+        "metadata": {"name": gateway, "namespace": gateway_namespace},
+        "spec": {"listeners": listeners},
+    })
+}
+
+/// Finds a listener by name in a Gateway object.
+pub fn find_listener<'a>(gateway: &'a Value, name: &str) -> Option<(usize, &'a Value)> {
+    gateway["spec"]["listeners"]
+        .as_array()?
+        .iter()
+        .enumerate()
+        .find(|(_, l)| l["name"].as_str() == Some(name))
+}
+
+/// Whether an API error says our listener clashes with another one (same port, protocol and hostname).
+pub fn is_listener_conflict(error: &kube::Error) -> bool {
+    match error {
+        kube::Error::Api(status) => {
+            status.code == 422 && status.message.to_lowercase().contains("must be unique")
+                || status.code == 409 && status.message.contains("listeners")
+        }
+        _ => false,
     }
-    let data = secret.data.as_ref();
-    let present = |key: &str| data.and_then(|d| d.get(key)).is_some_and(|v| !v.0.is_empty());
-    if !present("tls.crt") || !present("tls.key") {
-        return ConditionUpdate::failed(
-            TLS_READY,
-            "UserProvidedSecretInvalid",
-            format!("TLS Secret {namespace}/{name} must hold non-empty tls.crt and tls.key"),
+}
+
+#[cfg(test)]
+mod tests {
+    use crds::nebari::{NebariAppSpec, RoutingConfig, ServiceReference};
+
+    use super::*;
+
+    fn app() -> NebariApp {
+        let mut app = NebariApp::new(
+            "web",
+            NebariAppSpec {
+                hostname: "web.example.com".into(),
+                service: ServiceReference {
+                    name: "web".into(),
+                    port: 80,
+                    namespace: None,
+                },
+                routing: Some(RoutingConfig::default()),
+                auth: None,
+                gateway: Default::default(),
+                service_account_name: None,
+                landing_page: None,
+            },
         );
+        app.metadata.namespace = Some("team".into());
+        app
     }
-    ConditionUpdate::ok(
-        TLS_READY,
-        "UserProvidedSecretReady",
-        format!("serving TLS Secret {namespace}/{name}"),
-    )
+
+    #[test]
+    fn listener_terminates_tls_for_the_app_namespace_only() {
+        let a = app();
+        let names = AppNames::new("team", "web");
+        let l = listener(&a, &names, "web-team-tls", "envoy-gateway-system");
+        assert_eq!(l["name"], "tls-web-team");
+        assert_eq!(l["port"], 443);
+        assert_eq!(l["protocol"], "HTTPS");
+        assert_eq!(l["tls"]["certificateRefs"][0]["name"], "web-team-tls");
+        assert_eq!(
+            l["allowedRoutes"]["namespaces"]["selector"]["matchLabels"]["kubernetes.io/metadata.name"],
+            "team"
+        );
+        let body = gateway_apply_body("nebari-gateway", "envoy-gateway-system", vec![l]);
+        assert_eq!(body["kind"], "Gateway");
+        assert!(
+            body["spec"].get("gatewayClassName").is_none(),
+            "the apply body must claim only the listener"
+        );
+        assert!(find_listener(&body, "tls-web-team").is_some());
+    }
+
+    #[test]
+    fn only_duplicate_listener_refusals_count_as_conflicts() {
+        let refusal = |code: u16, message: &str| {
+            kube::Error::Api(Box::new(kube::core::Status::failure(message, "").with_code(code)))
+        };
+        assert!(is_listener_conflict(&refusal(
+            422,
+            "spec.listeners[2]: Listener names Must Be Unique"
+        )));
+        assert!(is_listener_conflict(&refusal(409, "listeners conflict on port 443")));
+        assert!(!is_listener_conflict(&refusal(409, "the object has been modified")));
+        assert!(!is_listener_conflict(&refusal(403, "forbidden: listeners")));
+    }
 }

@@ -1,15 +1,17 @@
 //! The NebariApp controller: exposes an application through Gateway API routes, secures it with TLS on the
 //! shared Gateway, and protects it with OIDC (an Envoy Gateway SecurityPolicy and Keycloak clients).
 //!
-//! `reconcile.rs` is the sequence of steps; each step's object is built by a pure function in the file named
-//! after it (`route.rs`, `tls.rs`, `listener.rs`, `security_policy.rs`, `oidc_secret.rs`, `rbac.rs`,
-//! `discovery.rs`); Keycloak provisioning is `keycloak_sync.rs`, deletion `cleanup.rs`.
+//! `reconcile.rs` is the sequence of steps; each step lives in the file named after what it produces
+//! (`prerequisites.rs`, `tls.rs`, `auth.rs`, `route.rs`), and the objects are built by pure functions in the
+//! files named after them (`route.rs`, `tls.rs`, `listener.rs`, `security_policy.rs`, `oidc_secret.rs`,
+//! `rbac.rs`, `discovery.rs`); Keycloak provisioning is `keycloak_sync.rs`, deletion `cleanup.rs`.
 //!
 //! Watches drive every reconcile: the app's own children (routes, policy, Secret, RBAC), its namespace (the
 //! opt-in label), its backend Service, its Certificate, a user-provided TLS Secret, its `clientSecretRef`
 //! Secret and the shared Gateways. Secrets are watched by metadata only (`framework::metadata`): their data
 //! never reaches the manager through a watch, reconciles read the one they need. There is no periodic polling.
 
+pub mod auth;
 pub mod auth_hash;
 pub mod cleanup;
 pub mod discovery;
@@ -18,6 +20,7 @@ pub mod keycloak_sync;
 pub mod listener;
 pub mod naming;
 pub mod oidc_secret;
+pub mod prerequisites;
 pub mod rbac;
 pub mod reconcile;
 pub mod route;
@@ -31,7 +34,7 @@ use std::sync::Arc;
 use crds::nebari::NebariApp;
 use crds::thirdparty::cert_manager::Certificate;
 use crds::thirdparty::envoy_gateway::SecurityPolicy;
-use framework::children::{ChildConfig, ChildSet};
+use framework::children::{ChildConfig, ChildKinds, ChildSet, Placement};
 use framework::clock::{Clock, SystemClock};
 use framework::finalizer::FinalizerSpec;
 use framework::runner::{Context, Outcome, Reconciler, Running, Runtime, Scope, StartError};
@@ -92,6 +95,17 @@ impl NebariAppController {
         })
     }
 
+    /// Every kind of child an app has, and where: what pruning covers.
+    fn child_kinds(&self) -> ChildKinds {
+        ChildKinds::new()
+            .with::<HttpRoute>(Placement::OwnerNamespace)
+            .with::<SecurityPolicy>(Placement::OwnerNamespace)
+            .with::<Secret>(Placement::OwnerNamespace)
+            .with::<Role>(Placement::OwnerNamespace)
+            .with::<RoleBinding>(Placement::OwnerNamespace)
+            .with::<Certificate>(Placement::Namespace(self.settings.gateway_namespace.clone()))
+    }
+
     /// The set collecting this reconcile's children.
     pub fn child_set(&self, ctx: &Context, app: &NebariApp) -> Result<ChildSet, NebariAppError> {
         let config = ChildConfig {
@@ -99,6 +113,7 @@ impl NebariAppController {
             managed_by: MANAGED_BY.to_string(),
             owner_annotation: "nebari.dev/owner".to_string(),
             hash_annotation: "nebari.dev/applied-hash".to_string(),
+            kinds: self.child_kinds(),
         };
         ChildSet::new(ctx.client.clone(), config, app, NAME)
             .ok_or_else(|| NebariAppError::Invalid("the NebariApp has no uid yet".to_string()))

@@ -1,14 +1,24 @@
-//! The HTTPRoutes of a NebariApp: the main route (protected by the SecurityPolicy when auth is on) and the
-//! public route for paths that bypass authentication.
+//! Step 4, routes: the HTTPRoutes of a NebariApp, the main route (protected by the SecurityPolicy when auth is
+//! on) and the public route for paths that bypass authentication, exposed only when [`exposure`] allows it.
+//! Produces `RoutingReady`.
 
 use std::collections::BTreeMap;
 
-use crds::nebari::{NebariApp, PathType, RouteMatch};
+use crds::nebari::{GatewayReference, NebariApp, NebariAppSpec, PathType, RouteMatch};
+use crds::thirdparty::envoy_gateway::SecurityPolicy;
+use framework::conditions::ConditionUpdate;
+use framework::error::kube_error;
+use framework::events::Severity;
 use gateway_api::httproutes::{
     HttpRoute, HttpRouteParentRefs, HttpRouteRules, HttpRouteRulesBackendRefs, HttpRouteRulesMatches,
     HttpRouteRulesMatchesPath, HttpRouteRulesMatchesPathType, HttpRouteSpec,
 };
-use kube::api::ObjectMeta;
+use kube::api::{Api, ObjectMeta};
+use kube::{Resource, ResourceExt};
+
+use super::error::NebariAppError;
+use super::reconcile::Pass;
+use super::status::ROUTING_READY;
 
 /// Annotation telling whether the route's listener terminates TLS.
 pub const TLS_ENABLED_ANNOTATION: &str = "nebari.dev/tls-enabled";
@@ -112,6 +122,145 @@ pub fn public_route(app: &NebariApp, name: String, attachment: &Attachment) -> O
     let annotations = BTreeMap::from([(TLS_ENABLED_ANNOTATION.to_string(), attachment.tls.to_string())]);
     let labels = BTreeMap::from([(ROUTE_TYPE_LABEL.to_string(), "public".to_string())]);
     Some(route(app, name, attachment, Some(route_matches), annotations, labels))
+}
+
+/// Whether an app's routes may be exposed. The gate fails closed: while authentication is required at the
+/// gateway, the routes exist only when a SecurityPolicy protects them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exposure {
+    /// No authentication is required at the gateway.
+    Open,
+    /// The SecurityPolicy applied in this pass protects the routes.
+    Protected,
+    /// The policy could not be rebuilt in this pass (client Secret missing, Keycloak down), but the one an
+    /// earlier pass applied still protects the routes; it is kept, not pruned.
+    ProtectedByEarlierPolicy,
+    /// Nothing would protect the routes: they are withheld.
+    Withheld,
+}
+
+/// Decides [`Exposure`] from whether the spec enforces auth at the gateway, whether this pass applied the
+/// policy, and whether an earlier pass's policy is still in place.
+pub fn exposure(enforced: bool, applied_now: bool, earlier_policy: bool) -> Exposure {
+    match (enforced, applied_now, earlier_policy) {
+        (false, _, _) => Exposure::Open,
+        (true, true, _) => Exposure::Protected,
+        (true, false, true) => Exposure::ProtectedByEarlierPolicy,
+        (true, false, false) => Exposure::Withheld,
+    }
+}
+
+/// Whether the spec asks for authentication at the gateway.
+pub fn auth_enforced(spec: &NebariAppSpec) -> bool {
+    spec.auth.as_ref().is_some_and(|a| a.enabled && a.enforce_at_gateway)
+}
+
+impl Pass<'_> {
+    /// The Gateway the routes attach to, for the status (`None` without operator routing).
+    pub fn gateway_reference(&self) -> Option<GatewayReference> {
+        let settings = &self.controller.settings;
+        self.app.spec.routing.as_ref().map(|_| GatewayReference {
+            name: settings.gateway_name(self.app.spec.gateway).to_string(),
+            namespace: settings.gateway_namespace.clone(),
+        })
+    }
+
+    /// Applies the routes on listener `section` when [`exposure`] allows, given whether the auth step applied
+    /// the SecurityPolicy.
+    pub async fn routes(&mut self, section: String, policy_applied: bool) -> Result<(), NebariAppError> {
+        let enforced = auth_enforced(&self.app.spec);
+        let earlier_policy = enforced && !policy_applied && self.keep_earlier_policy().await?;
+        if exposure(enforced, policy_applied, earlier_policy) == Exposure::Withheld {
+            if self.app.spec.routing.is_some() {
+                self.status.set(ConditionUpdate::failed(
+                    ROUTING_READY,
+                    "WaitingForAuth",
+                    "the HTTPRoute is withheld until the OIDC client is ready, so the app is never exposed without \
+                     the authentication it asks for",
+                ));
+            }
+            return Ok(());
+        }
+        let routed = self.apply_routes(section).await;
+        if let Err(error) = &routed
+            && self.app.spec.routing.is_some()
+        {
+            self.status.set(ConditionUpdate::failed(
+                ROUTING_READY,
+                error.condition_reason(),
+                framework::sanitize::sanitize(&error.to_string()),
+            ));
+        }
+        routed
+    }
+
+    /// The main route, and the public route only while there are public paths behind enforced auth.
+    async fn apply_routes(&mut self, section: String) -> Result<(), NebariAppError> {
+        let Some(routing) = self.app.spec.routing.as_ref() else {
+            self.status.set_quietly(ConditionUpdate::failed(
+                ROUTING_READY,
+                "RoutingNotConfigured",
+                "spec.routing is not set; routing is managed outside the operator",
+            ));
+            return Ok(());
+        };
+        let settings = &self.controller.settings;
+        let attachment = Attachment {
+            gateway: settings.gateway_name(self.app.spec.gateway).to_string(),
+            namespace: settings.gateway_namespace.clone(),
+            section,
+            tls: self.plan.is_tls(),
+        };
+        self.children
+            .apply(main_route(self.app, self.names.route(), &attachment))
+            .await?;
+        let has_public = routing.public_routes.as_ref().is_some_and(|r| !r.is_empty());
+        if has_public && auth_enforced(&self.app.spec) {
+            if let Some(route) = public_route(self.app, self.names.public_route(), &attachment) {
+                self.children.apply(route).await?;
+            }
+        } else if has_public {
+            self.ctx
+                .events
+                .publish(
+                    &self.app.object_ref(&()),
+                    Severity::Warning,
+                    "PublicRoutesIgnored",
+                    "Reconcile",
+                    "routing.publicRoutes only applies when auth is enabled and enforced at the gateway; every path \
+                     is already public",
+                )
+                .await;
+        }
+        self.status.set(ConditionUpdate::ok(
+            ROUTING_READY,
+            "HTTPRouteReady",
+            format!("HTTPRoute {} routes {}", self.names.route(), self.app.spec.hostname),
+        ));
+        Ok(())
+    }
+
+    /// Keeps the SecurityPolicy an earlier pass applied (so pruning cannot strip protection from live routes)
+    /// and tells whether there is one.
+    async fn keep_earlier_policy(&mut self) -> Result<bool, NebariAppError> {
+        let names = &self.names;
+        let api: Api<SecurityPolicy> = Api::namespaced(self.ctx.client.clone(), &names.namespace);
+        let existing = api
+            .get_opt(&names.security_policy())
+            .await
+            .map_err(kube_error("reading the SecurityPolicy"))?;
+        let ours = existing.as_ref().is_some_and(|policy| {
+            policy
+                .owner_references()
+                .iter()
+                .any(|owner| Some(&owner.uid) == self.app.metadata.uid.as_ref())
+        });
+        if ours {
+            self.children
+                .keep::<SecurityPolicy>(&names.namespace, &names.security_policy());
+        }
+        Ok(ours)
+    }
 }
 
 #[cfg(test)]
@@ -235,5 +384,31 @@ mod tests {
             ..Default::default()
         };
         assert!(public_route(&app(Some(empty)), "x".into(), &attachment()).is_none());
+    }
+
+    #[test]
+    fn routes_fail_closed_while_auth_is_enforced_without_a_policy() {
+        assert_eq!(
+            exposure(false, false, false),
+            Exposure::Open,
+            "no auth at the gateway: nothing to wait for"
+        );
+        assert_eq!(exposure(true, true, false), Exposure::Protected);
+        assert_eq!(exposure(true, false, true), Exposure::ProtectedByEarlierPolicy);
+        assert_eq!(exposure(true, false, false), Exposure::Withheld);
+    }
+
+    #[test]
+    fn auth_is_enforced_only_when_enabled_and_at_the_gateway() {
+        let mut spec = app(None).spec;
+        assert!(!auth_enforced(&spec));
+        spec.auth = Some(serde_json::from_value(serde_json::json!({"enabled": true})).expect("auth"));
+        assert!(auth_enforced(&spec), "enforceAtGateway defaults to true");
+        spec.auth = Some(
+            serde_json::from_value(serde_json::json!({"enabled": true, "enforceAtGateway": false})).expect("auth"),
+        );
+        assert!(!auth_enforced(&spec));
+        spec.auth = Some(serde_json::from_value(serde_json::json!({"enabled": false})).expect("auth"));
+        assert!(!auth_enforced(&spec));
     }
 }

@@ -1,19 +1,21 @@
-//! TLS for a NebariApp: which listener its routes use, the cert-manager Certificate for its hostname, and its
-//! own HTTPS listener on the shared Gateway.
-//!
-//! The listener is written by server-side apply under a field manager of its own per app. The Gateway's
-//! `spec.listeners` is a list-map keyed by `name`, so each app owns exactly its item: other tools' listeners are
-//! never rewritten, and applying an empty list under the app's manager removes only the app's listener.
+//! Step 2, TLS: which listener an app's routes use, the cert-manager Certificate for its hostname (or the
+//! user's own Secret), and the app's own HTTPS listener on its Gateway (`listener.rs`). Produces `TLSReady`.
 
 use std::collections::BTreeMap;
 
 use crds::nebari::NebariApp;
 use crds::thirdparty::cert_manager::{Certificate, CertificateSpec, IssuerRef};
-use kube::api::ObjectMeta;
-use serde_json::{Value, json};
+use framework::conditions::ConditionUpdate;
+use framework::error::kube_error;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, ObjectMeta};
 
+use super::error::NebariAppError;
+use super::listener::{ListenerOutcome, ListenerWriter};
 use super::naming::AppNames;
+use super::reconcile::Pass;
 use super::settings::NebariAppSettings;
+use super::status::TLS_READY;
 
 /// Labels that map a Certificate in the gateway namespace back to its NebariApp.
 pub const APP_NAME_LABEL: &str = "nebari.dev/nebariapp-name";
@@ -106,62 +108,153 @@ pub fn certificate(app: &NebariApp, names: &AppNames, issuer: &str, gateway_name
     }
 }
 
-/// The listener the app owns on the shared Gateway: HTTPS on 443 for its hostname, terminating with `secret`,
-/// accepting routes only from the app's namespace.
-pub fn listener(app: &NebariApp, names: &AppNames, secret: &str, gateway_namespace: &str) -> Value {
-    json!({
-        "name": names.listener(),
-        "hostname": app.spec.hostname,
-        "port": 443,
-        "protocol": "HTTPS",
-        "tls": {
-            "mode": "Terminate",
-            "certificateRefs": [{"group": "", "kind": "Secret", "name": secret, "namespace": gateway_namespace}],
-        },
-        "allowedRoutes": {
-            "namespaces": {
-                "from": "Selector",
-                "selector": {"matchLabels": {"kubernetes.io/metadata.name": names.namespace}},
-            },
-        },
-    })
-}
+impl Pass<'_> {
+    /// Puts the app's TLS in place; returns the listener section its routes attach to.
+    pub async fn tls(&mut self) -> Result<String, NebariAppError> {
+        let settings = &self.controller.settings;
+        let gateway_ns = settings.gateway_namespace.as_str();
+        let target_gateway = settings.gateway_name(self.app.spec.gateway);
+        let listeners = ListenerWriter::new(self.ctx, &self.names);
 
-/// The server-side apply body that gives the app's field manager exactly `listeners` on the Gateway (an empty
-/// list withdraws the app's listener).
-pub fn gateway_apply_body(gateway: &str, gateway_namespace: &str, listeners: Vec<Value>) -> Value {
-    json!({
-        "apiVersion": "gateway.networking.k8s.io/v1",
-        "kind": "Gateway",
-        "metadata": {"name": gateway, "namespace": gateway_namespace},
-        "spec": {"listeners": listeners},
-    })
-}
-
-/// Finds a listener by name in a Gateway object.
-pub fn find_listener<'a>(gateway: &'a Value, name: &str) -> Option<(usize, &'a Value)> {
-    gateway["spec"]["listeners"]
-        .as_array()?
-        .iter()
-        .enumerate()
-        .find(|(_, l)| l["name"].as_str() == Some(name))
-}
-
-/// Whether an API error says our listener clashes with another one (same port, protocol and hostname).
-pub fn is_listener_conflict(error: &kube::Error) -> bool {
-    match error {
-        kube::Error::Api(status) => {
-            status.code == 422 && status.message.to_lowercase().contains("must be unique")
-                || status.code == 409 && status.message.contains("listeners")
+        // The app's listener lives on at most one Gateway: withdraw it from every Gateway that is not the target.
+        for gateway in [&settings.public_gateway, &settings.internal_gateway] {
+            if !self.plan.has_own_listener() || gateway != target_gateway {
+                listeners.withdraw(gateway, gateway_ns).await?;
+            }
         }
-        _ => false,
+
+        match &self.plan {
+            TlsPlan::Disabled => {
+                if self.app.spec.routing.is_some() {
+                    self.status.set(ConditionUpdate::ok(
+                        TLS_READY,
+                        "TLSDisabled",
+                        "TLS is disabled; routes use the HTTP listener",
+                    ));
+                } else {
+                    // TLS only applies to operator routing: drop what an earlier pass with routing reported.
+                    self.status.remove(TLS_READY);
+                }
+                Ok(settings.http_section.clone())
+            }
+            TlsPlan::SharedListener => {
+                self.status.set(ConditionUpdate::ok(
+                    TLS_READY,
+                    "SharedGatewayListener",
+                    format!(
+                        "no ClusterIssuer is configured; routes use the Gateway's shared {} listener",
+                        settings.https_section
+                    ),
+                ));
+                Ok(settings.https_section.clone())
+            }
+            TlsPlan::Issued { issuer } => {
+                let cert = self
+                    .children
+                    .apply(certificate(self.app, &self.names, issuer, gateway_ns))
+                    .await?;
+                let outcome = listeners
+                    .ensure(self.app, target_gateway, gateway_ns, &self.names.tls_secret())
+                    .await?;
+                if let Some(problem) = listener_problem(outcome, gateway_ns, target_gateway) {
+                    self.status.set(problem);
+                    return Ok(settings.https_section.clone());
+                }
+                self.status.set(certificate_condition(&cert, &self.names));
+                Ok(self.names.listener())
+            }
+            TlsPlan::UserSecret { secret } => {
+                let secrets: Api<Secret> = Api::namespaced(self.ctx.client.clone(), gateway_ns);
+                let user_secret = secrets
+                    .get_opt(secret)
+                    .await
+                    .map_err(kube_error("reading the TLS Secret"))?;
+                let outcome = listeners.ensure(self.app, target_gateway, gateway_ns, secret).await?;
+                if let Some(problem) = listener_problem(outcome, gateway_ns, target_gateway) {
+                    self.status.set(problem);
+                    return Ok(settings.https_section.clone());
+                }
+                self.status
+                    .set(user_secret_condition(user_secret.as_ref(), gateway_ns, secret));
+                Ok(self.names.listener())
+            }
+        }
     }
+}
+
+/// `TLSReady` when the app's listener could not be put in place (the routes then use the shared listener).
+fn listener_problem(outcome: ListenerOutcome, gateway_ns: &str, gateway: &str) -> Option<ConditionUpdate> {
+    match outcome {
+        ListenerOutcome::Ready => None,
+        ListenerOutcome::Conflict(message) => {
+            Some(ConditionUpdate::failed(TLS_READY, "GatewayListenerConflict", message))
+        }
+        ListenerOutcome::GatewayMissing => Some(ConditionUpdate::failed(
+            TLS_READY,
+            "GatewayNotFound",
+            format!("Gateway {gateway_ns}/{gateway} does not exist"),
+        )),
+    }
+}
+
+/// `TLSReady` from the issued Certificate's readiness.
+fn certificate_condition(cert: &Certificate, names: &AppNames) -> ConditionUpdate {
+    match cert.readiness() {
+        Ok(()) => ConditionUpdate::ok(TLS_READY, "TLSConfigured", "certificate issued and listener configured"),
+        Err((reason, message)) => {
+            let detail = match (reason.is_empty(), message.is_empty()) {
+                (true, true) => String::new(),
+                (false, true) => format!(" ({reason})"),
+                (_, false) => format!(": {message}"),
+            };
+            ConditionUpdate::failed(
+                TLS_READY,
+                "CertificateNotReady",
+                format!("certificate {} is not ready yet{detail}", names.certificate()),
+            )
+        }
+    }
+}
+
+/// TLSReady for a user-provided Secret: it must exist, be of type `kubernetes.io/tls` and hold a certificate
+/// and key.
+pub fn user_secret_condition(secret: Option<&Secret>, namespace: &str, name: &str) -> ConditionUpdate {
+    let Some(secret) = secret else {
+        return ConditionUpdate::failed(
+            TLS_READY,
+            "UserProvidedSecretNotFound",
+            format!("TLS Secret {namespace}/{name} does not exist"),
+        );
+    };
+    if secret.type_.as_deref() != Some("kubernetes.io/tls") {
+        return ConditionUpdate::failed(
+            TLS_READY,
+            "UserProvidedSecretInvalidType",
+            format!("TLS Secret {namespace}/{name} must have type kubernetes.io/tls"),
+        );
+    }
+    let data = secret.data.as_ref();
+    let present = |key: &str| data.and_then(|d| d.get(key)).is_some_and(|v| !v.0.is_empty());
+    if !present("tls.crt") || !present("tls.key") {
+        return ConditionUpdate::failed(
+            TLS_READY,
+            "UserProvidedSecretInvalid",
+            format!("TLS Secret {namespace}/{name} must hold non-empty tls.crt and tls.key"),
+        );
+    }
+    ConditionUpdate::ok(
+        TLS_READY,
+        "UserProvidedSecretReady",
+        format!("serving TLS Secret {namespace}/{name}"),
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crds::nebari::{NebariAppSpec, RoutingConfig, RoutingTlsConfig, ServiceReference};
+    use k8s_openapi::ByteString;
+    use serde_json::json;
 
     fn settings(issuer: &str) -> NebariAppSettings {
         let mut s = NebariAppSettings::example();
@@ -243,24 +336,53 @@ mod tests {
     }
 
     #[test]
-    fn listener_terminates_tls_for_the_app_namespace_only() {
-        let a = app(Some(RoutingConfig::default()));
-        let names = AppNames::new("team", "web");
-        let l = listener(&a, &names, "web-team-tls", "envoy-gateway-system");
-        assert_eq!(l["name"], "tls-web-team");
-        assert_eq!(l["port"], 443);
-        assert_eq!(l["protocol"], "HTTPS");
-        assert_eq!(l["tls"]["certificateRefs"][0]["name"], "web-team-tls");
+    fn a_user_secret_must_be_a_complete_tls_secret() {
+        let reason = |secret: Option<&Secret>| user_secret_condition(secret, "gw", "my-cert").reason;
+        assert_eq!(reason(None), "UserProvidedSecretNotFound");
+        let mut secret = Secret {
+            type_: Some("Opaque".into()),
+            ..Secret::default()
+        };
+        assert_eq!(reason(Some(&secret)), "UserProvidedSecretInvalidType");
+        secret.type_ = Some("kubernetes.io/tls".into());
+        secret.data = Some(BTreeMap::from([
+            ("tls.crt".to_string(), ByteString(b"cert".to_vec())),
+            ("tls.key".to_string(), ByteString(Vec::new())),
+        ]));
         assert_eq!(
-            l["allowedRoutes"]["namespaces"]["selector"]["matchLabels"]["kubernetes.io/metadata.name"],
-            "team"
+            reason(Some(&secret)),
+            "UserProvidedSecretInvalid",
+            "an empty key counts as missing"
         );
-        let body = gateway_apply_body("nebari-gateway", "envoy-gateway-system", vec![l]);
-        assert_eq!(body["kind"], "Gateway");
-        assert!(
-            body["spec"].get("gatewayClassName").is_none(),
-            "the apply body must claim only the listener"
+        if let Some(data) = secret.data.as_mut() {
+            data.insert("tls.key".into(), ByteString(b"key".to_vec()));
+        }
+        let ready = user_secret_condition(Some(&secret), "gw", "my-cert");
+        assert_eq!(
+            (ready.reason.as_str(), ready.message.as_str()),
+            ("UserProvidedSecretReady", "serving TLS Secret gw/my-cert")
         );
-        assert!(find_listener(&body, "tls-web-team").is_some());
+    }
+
+    #[test]
+    fn the_certificate_condition_explains_what_cert_manager_reports() {
+        let names = AppNames::new("team", "web");
+        let mut cert = certificate(&app(Some(RoutingConfig::default())), &names, "le", "gw");
+        let pending = certificate_condition(&cert, &names);
+        assert_eq!(pending.reason, "CertificateNotReady");
+        assert_eq!(
+            pending.message,
+            "certificate web-team-cert is not ready yet: cert-manager has not reported on the certificate yet"
+        );
+        cert.status = serde_json::from_value(json!({"conditions": [{"type": "Ready", "status": "False",
+            "reason": "Issuing"}]}))
+        .expect("status");
+        assert_eq!(
+            certificate_condition(&cert, &names).message,
+            "certificate web-team-cert is not ready yet (Issuing)"
+        );
+        cert.status =
+            serde_json::from_value(json!({"conditions": [{"type": "Ready", "status": "True"}]})).expect("status");
+        assert_eq!(certificate_condition(&cert, &names).reason, "TLSConfigured");
     }
 }

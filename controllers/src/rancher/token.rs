@@ -2,13 +2,14 @@
 //! token rotated in its Secret takes effect without a restart; the token never appears in flags or messages.
 
 use std::fmt;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use framework::http::TokenCache;
+use framework::secrets::KeyError;
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 use secrecy::SecretString;
-use tokio::sync::Mutex;
 
 use super::error::RancherError;
 
@@ -50,7 +51,7 @@ pub struct SecretToken {
     name: String,
     key: String,
     max_age: Duration,
-    cached: Mutex<Option<(SecretString, Instant)>>,
+    cached: TokenCache,
 }
 
 impl fmt::Debug for SecretToken {
@@ -72,7 +73,7 @@ impl SecretToken {
             name: name.to_string(),
             key: key.to_string(),
             max_age,
-            cached: Mutex::new(None),
+            cached: TokenCache::new(Duration::ZERO),
         }
     }
 
@@ -95,29 +96,10 @@ impl SecretToken {
                 )));
             }
         };
-        let bytes = secret
-            .data
-            .as_ref()
-            .and_then(|data| data.get(&self.key))
-            .map(|value| value.0.clone())
-            .or_else(|| {
-                secret
-                    .string_data
-                    .as_ref()
-                    .and_then(|data| data.get(&self.key))
-                    .map(|v| v.clone().into_bytes())
-            })
-            .ok_or_else(|| {
-                unavailable(format!(
-                    "secret {}/{} has no key {}",
-                    self.namespace, self.name, self.key
-                ))
-            })?;
-        let text = String::from_utf8(bytes).map_err(|_| {
-            unavailable(format!(
-                "key {} of secret {}/{} is not text",
-                self.key, self.namespace, self.name
-            ))
+        let (namespace, name, key) = (&self.namespace, &self.name, &self.key);
+        let text = framework::secrets::value(&secret, key).map_err(|problem| match problem {
+            KeyError::Missing => unavailable(format!("secret {namespace}/{name} has no key {key}")),
+            KeyError::NotText => unavailable(format!("key {key} of secret {namespace}/{name} is not text")),
         })?;
         let token = text.trim();
         if token.is_empty() {
@@ -132,22 +114,14 @@ impl SecretToken {
 
 impl TokenProvider for SecretToken {
     fn token(&self) -> BoxFuture<'_, Result<SecretString, RancherError>> {
-        Box::pin(async move {
-            let mut cached = self.cached.lock().await;
-            if let Some((token, read_at)) = cached.as_ref()
-                && read_at.elapsed() < self.max_age
-            {
-                return Ok(token.clone());
-            }
-            let token = self.read().await?;
-            *cached = Some((token.clone(), Instant::now()));
-            Ok(token)
-        })
+        // One Secret, so one fingerprint; the token is kept `max_age`.
+        Box::pin(
+            self.cached
+                .get_or_fetch("", || async { self.read().await.map(|token| (token, self.max_age)) }),
+        )
     }
 
     fn invalidate(&self) -> BoxFuture<'_, ()> {
-        Box::pin(async move {
-            *self.cached.lock().await = None;
-        })
+        Box::pin(self.cached.invalidate())
     }
 }

@@ -15,6 +15,7 @@ use crds::rancher::{ManagedRancherProject, RancherProjectInventory, RancherProje
 use framework::ReconcileError;
 use framework::clock::{Clock, SystemClock};
 use framework::conditions::{self, ConditionUpdate, READY};
+use framework::error::{KubeError, kube_error};
 use framework::namespaces::WidestList;
 use framework::runner::{Context, Outcome, Reconciler, Running, Runtime, StartError};
 use framework::status::{OnConflict, Published, StatusPolicy, StatusUpdate};
@@ -82,7 +83,7 @@ impl InventoryController {
             .objects
             .list::<ManagedRancherProject>(&ctx.client, &ctx.namespaces, &ListParams::default())
             .await
-            .map_err(MrpError::kube("listing ManagedRancherProjects"))?;
+            .map_err(kube_error("listing ManagedRancherProjects"))?;
         let managed = scan::managed_ids(objects.iter(), cluster);
         Ok(scan::scan(&projects, &namespaces, &managed))
     }
@@ -144,7 +145,7 @@ impl Reconciler for InventoryController {
         match framework::status::publish(self, ctx, rpi.as_ref(), update).await {
             Ok(Published::Dropped | Published::Gone) => return Ok(Outcome::Done),
             Ok(Published::Written | Published::Unchanged) => {}
-            Err(error) => return Err(MrpError::kube("writing the status")(error)),
+            Err(error) => return Err(MrpError::from(KubeError::new("writing the status", error))),
         }
         match result {
             Ok(_) => Ok(Outcome::RequeueAfter(

@@ -12,6 +12,9 @@ use crds::rancher::{ManagedRancherProjectSpec, RoleBinding as SpecBinding};
 
 use super::error::MrpError;
 use super::members::DesiredMember;
+use super::project::rancher_missing;
+use super::reconcile::Pass;
+use super::status::RANCHER_BINDINGS_READY;
 use crate::rancher::{BindingTarget, Deletion, RancherClient, RoleBinding, Subject};
 
 /// One binding: a group and the role template it is bound with.
@@ -251,6 +254,104 @@ pub async fn remove(
         }
     }
     Ok(existed)
+}
+
+impl Pass<'_> {
+    /// Step 4: the Rancher bindings.
+    pub async fn bindings(&mut self) {
+        let desired = &self.plan.desired;
+        let project = self.done.project.as_ref();
+        let done = &mut self.done.bindings;
+        if !desired.manages_access() {
+            return;
+        }
+        let project_keys = desired.project.clone().unwrap_or_default();
+        let cluster_keys = desired.cluster.clone().unwrap_or_default();
+        let gc_project = desired.project.is_some() && !self.plan.previous.keycloak_role_bindings.is_empty();
+        let gc_cluster = desired.cluster.is_some() && !self.plan.previous.cluster_keycloak_role_bindings.is_empty();
+        let needs_project = !project_keys.is_empty() || gc_project;
+        let needs_cluster = !cluster_keys.is_empty() || gc_cluster;
+        if !needs_project && !needs_cluster {
+            self.report
+                .ok(RANCHER_BINDINGS_READY, "NoBindings", "no role bindings are requested");
+            return;
+        }
+        let Some(rancher) = self.plan.controller.rancher.as_ref() else {
+            self.report.fail(RANCHER_BINDINGS_READY, rancher_missing());
+            return;
+        };
+        let mut error: Option<MrpError> = None;
+        let mut waiting = false;
+        if needs_project {
+            match project {
+                Some(project) => {
+                    let target = BindingTarget::Project(project.id.clone());
+                    match ensure(rancher, &target, &project_keys).await {
+                        Ok(ensured) => {
+                            for key in &ensured.created {
+                                self.report.note(
+                                    "BindingCreated",
+                                    format!(
+                                        "bound Keycloak group {} to project {} as {}",
+                                        key.group, project.id, key.role
+                                    ),
+                                );
+                            }
+                            done.project_ids = ensured.ids;
+                            done.project_listing = Some(ensured.listing);
+                            if let Some(e) = ensured.error {
+                                error.get_or_insert(e);
+                            }
+                        }
+                        Err(e) => {
+                            error.get_or_insert(e);
+                        }
+                    }
+                }
+                None => waiting = !project_keys.is_empty(),
+            }
+        }
+        if needs_cluster {
+            let cluster_id = &self.plan.mrp.spec.cluster_id;
+            let target = BindingTarget::Cluster(cluster_id.clone());
+            match ensure(rancher, &target, &cluster_keys).await {
+                Ok(ensured) => {
+                    for key in &ensured.created {
+                        self.report.note(
+                            "BindingCreated",
+                            format!(
+                                "bound Keycloak group {} to cluster {cluster_id} as {}",
+                                key.group, key.role
+                            ),
+                        );
+                    }
+                    done.cluster_ids = ensured.ids;
+                    done.cluster_listing = Some(ensured.listing);
+                    if let Some(e) = ensured.error {
+                        error.get_or_insert(e);
+                    }
+                }
+                Err(e) => {
+                    error.get_or_insert(e);
+                }
+            }
+        }
+        match error {
+            Some(error) => self.report.fail(RANCHER_BINDINGS_READY, error),
+            None if waiting => self
+                .report
+                .wait(RANCHER_BINDINGS_READY, "waiting for the Rancher project"),
+            None => self.report.ok(
+                RANCHER_BINDINGS_READY,
+                "BindingsReady",
+                format!(
+                    "{} project and {} cluster role binding(s) exist",
+                    project_keys.len(),
+                    cluster_keys.len()
+                ),
+            ),
+        }
+    }
 }
 
 #[cfg(test)]

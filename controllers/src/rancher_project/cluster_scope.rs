@@ -16,6 +16,7 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use crds::rancher::ManagedRancherProject;
+use framework::error::kube_error;
 use framework::namespaces::{WatchedNamespaces, WidestList};
 use kube::ResourceExt;
 use kube::api::ListParams;
@@ -72,7 +73,7 @@ impl Peers {
             .widest
             .list::<ManagedRancherProject>(client, namespaces, &ListParams::default())
             .await
-            .map_err(MrpError::kube("listing ManagedRancherProjects"))?;
+            .map_err(kube_error("listing ManagedRancherProjects"))?;
         Ok(listed.into_iter().map(Arc::new).collect())
     }
 }

@@ -2,6 +2,7 @@
 //! who can read the object (the Waldur plugin copies failing condition messages into user-visible errors): no
 //! URLs with credentials, tokens or response bodies — the Rancher and Keycloak clients already sanitize theirs.
 
+use framework::error::KubeError;
 use framework::{ErrorCategory, ReconcileError};
 
 use crate::keycloak::KeycloakError;
@@ -31,26 +32,11 @@ pub enum MrpError {
     #[error("invalid spec: {0}")]
     InvalidSpec(String),
     /// A Kubernetes request failed.
-    #[error("{action}: {}", framework::error::KubeErrorDisplay(source))]
-    Kube {
-        /// What we were doing.
-        action: String,
-        /// The API error.
-        #[source]
-        source: Box<kube::Error>,
-    },
+    #[error(transparent)]
+    Kube(#[from] KubeError),
 }
 
 impl MrpError {
-    /// Wraps a Kubernetes error with what we were doing.
-    pub fn kube(action: impl Into<String>) -> impl FnOnce(kube::Error) -> MrpError {
-        let action = action.into();
-        move |source| MrpError::Kube {
-            action,
-            source: Box::new(source),
-        }
-    }
-
     /// Whether the failure lasts until someone changes the object, the configuration or the external system
     /// (a refused token, an unknown role template): the phase becomes `Error` at once. Outages are not
     /// persistent until they have lasted long enough (see the `--rancher-error-after-seconds` flag).
@@ -72,7 +58,7 @@ impl ReconcileError for MrpError {
             }
             MrpError::Rancher(error) => error.category(),
             MrpError::Keycloak(error) => error.category(),
-            MrpError::Kube { .. } => ErrorCategory::Transient,
+            MrpError::Kube(_) => ErrorCategory::Transient,
         }
     }
 
@@ -84,7 +70,7 @@ impl ReconcileError for MrpError {
             MrpError::Keycloak(error) => error.reason(),
             MrpError::ProjectNameTaken(_) => "ProjectNameTaken",
             MrpError::InvalidSpec(_) => "InvalidSpec",
-            MrpError::Kube { .. } => "KubernetesAPIError",
+            MrpError::Kube(_) => "KubernetesAPIError",
         }
     }
 }

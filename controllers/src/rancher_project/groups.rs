@@ -12,6 +12,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::error::MrpError;
 use super::members;
+use super::reconcile::Pass;
+use super::status::{KEYCLOAK_GROUPS_READY, MEMBERSHIP_SYNCED};
 use crate::keycloak::{Ensured, Group, KeycloakError, RealmClient};
 
 /// Attribute marking groups this operator (or the original one, which used the same value) created.
@@ -168,6 +170,99 @@ pub async fn remove_parent_if_empty(
     }
     realm.delete_group(&group.id).await?;
     Ok(ParentRemoval::Deleted)
+}
+
+impl Pass<'_> {
+    /// Step 3: the parent group and the binding groups.
+    pub async fn groups(&mut self) {
+        let desired = &self.plan.desired;
+        let done = &mut self.done.groups;
+        if !desired.manages_access() {
+            return;
+        }
+        let Some(realm) = self.plan.controller.keycloak.as_ref() else {
+            if desired.groups.is_empty() {
+                self.report.ok(
+                    KEYCLOAK_GROUPS_READY,
+                    "NoGroups",
+                    "no role bindings ask for Keycloak groups",
+                );
+                self.report
+                    .ok(MEMBERSHIP_SYNCED, "NoMembers", "no role bindings ask for members");
+            } else {
+                self.report.fail(
+                    KEYCLOAK_GROUPS_READY,
+                    MrpError::NotConfigured {
+                        system: "Keycloak",
+                        flag: "--rancher-keycloak-url",
+                    },
+                );
+                self.report.wait(MEMBERSHIP_SYNCED, "waiting for the Keycloak groups");
+            }
+            return;
+        };
+        done.usable = true;
+        if desired.groups.is_empty() {
+            self.report.ok(
+                KEYCLOAK_GROUPS_READY,
+                "NoGroups",
+                "no role bindings ask for Keycloak groups",
+            );
+            self.report
+                .ok(MEMBERSHIP_SYNCED, "NoMembers", "no role bindings ask for members");
+            return;
+        }
+        if let Some(parent) = &desired.parent {
+            match ensure_parent(realm, parent).await {
+                Ok(ensured) => {
+                    if ensured.created {
+                        self.report
+                            .note("GroupCreated", format!("created the Keycloak parent group {parent}"));
+                    }
+                    done.parent_id = Some(ensured.value.id);
+                    done.parent_known = true;
+                }
+                Err(error) => {
+                    self.report.fail(KEYCLOAK_GROUPS_READY, error.into());
+                    self.report.wait(MEMBERSHIP_SYNCED, "waiting for the Keycloak groups");
+                    return;
+                }
+            }
+        } else {
+            done.parent_known = true;
+        }
+        let mut created = BTreeSet::new();
+        let mut group_error: Option<MrpError> = None;
+        for plan in &desired.groups {
+            match ensure_group(realm, done.parent_id.as_deref(), &plan.name, &plan.description).await {
+                Ok(ensured) => {
+                    if ensured.created {
+                        created.insert(plan.name.clone());
+                        self.report
+                            .note("GroupCreated", format!("created the Keycloak group {}", plan.name));
+                    }
+                    done.ids.insert(plan.name.clone(), ensured.value.id);
+                }
+                Err(error) => {
+                    tracing::warn!(group = %plan.name, %error, "could not ensure a Keycloak group");
+                    group_error.get_or_insert(error.into());
+                }
+            }
+        }
+        match group_error {
+            Some(error) => self.report.fail(KEYCLOAK_GROUPS_READY, error),
+            None => self.report.ok(
+                KEYCLOAK_GROUPS_READY,
+                "GroupsReady",
+                match &desired.parent {
+                    Some(parent) => format!("{} Keycloak group(s) exist under {parent}", desired.groups.len()),
+                    None => format!("{} Keycloak group(s) exist", desired.groups.len()),
+                },
+            ),
+        }
+
+        done.created = created;
+    }
 }
 
 #[cfg(test)]

@@ -10,9 +10,12 @@
 
 use std::collections::BTreeSet;
 
-use crds::rancher::{Member, PendingMember, SyncedMember};
+use crds::rancher::{Member, PendingMember, RoleBindingStatus, SyncedMember};
 
 use super::error::MrpError;
+use super::groups::{self, Removal};
+use super::reconcile::Pass;
+use super::status::{KEYCLOAK_GROUPS_READY, MEMBERSHIP_SYNCED};
 use crate::keycloak::{RealmClient, User, UserRef};
 
 /// Reason of a member whose user does not exist in Keycloak yet.
@@ -223,6 +226,111 @@ pub fn managed_ids<'a>(
         .flat_map(|e| e.synced_members.iter())
         .filter_map(|m| m.keycloak_user_id.clone())
         .collect()
+}
+
+impl Pass<'_> {
+    /// Step 5: the members of each group that exists.
+    pub async fn members(&mut self) {
+        let desired = &self.plan.desired;
+        let done = &mut self.done.groups;
+        let Some(realm) = self.plan.controller.keycloak.as_ref() else {
+            return;
+        };
+        if !desired.manages_access() || desired.groups.is_empty() || !done.parent_known {
+            return;
+        }
+        let created = done.created.clone();
+        let previous_entries: Vec<&RoleBindingStatus> = self
+            .plan
+            .previous
+            .keycloak_role_bindings
+            .iter()
+            .chain(&self.plan.previous.cluster_keycloak_role_bindings)
+            .collect();
+        let mut member_error: Option<MrpError> = None;
+        let mut pending = 0usize;
+        let mut synced_count = 0usize;
+        for plan in &desired.groups {
+            let Some(group_id) = done.ids.get(&plan.name).cloned() else {
+                continue;
+            };
+            let managed = managed_ids(previous_entries.iter().copied(), &plan.name);
+            // A group recorded under another id that still exists was left behind by a parent change: it carries
+            // the same name, so the same Rancher principal, and must not keep its members.
+            let recorded = previous_entries
+                .iter()
+                .filter(|e| e.group_name == plan.name)
+                .find_map(|e| e.keycloak_group_id.clone())
+                .filter(|old| *old != group_id);
+            if let Some(old) = recorded {
+                match groups::remove_replaced(realm, &old, &plan.name, &managed).await {
+                    Ok(Removal::Gone) => {}
+                    Ok(_) => self.report.note(
+                        "GroupReplaced",
+                        format!(
+                            "removed the previous Keycloak group {} (id {old}) after a parent change",
+                            plan.name
+                        ),
+                    ),
+                    Err(error) => self.report.fail(KEYCLOAK_GROUPS_READY, error),
+                }
+            }
+            // A group made just now has no members: no need to list them.
+            let current = created.contains(&plan.name).then(Vec::new);
+            let (synced, error) = sync(
+                realm,
+                &group_id,
+                current,
+                &plan.members,
+                &managed,
+                self.plan.controller.settings.authoritative_membership,
+            )
+            .await;
+            if !synced.added.is_empty() || !synced.removed.is_empty() {
+                let mut parts = Vec::new();
+                if !synced.added.is_empty() {
+                    parts.push(format!("added {}", synced.added.join(", ")));
+                }
+                if !synced.removed.is_empty() {
+                    parts.push(format!("removed {}", synced.removed.join(", ")));
+                }
+                self.report.note(
+                    "MembersChanged",
+                    format!("Keycloak group {}: {}", plan.name, parts.join("; ")),
+                );
+            }
+            match error {
+                Some(error) => {
+                    tracing::warn!(group = %plan.name, %error, "membership sync incomplete");
+                    member_error.get_or_insert(error);
+                }
+                None => {
+                    pending += synced.pending.len();
+                    synced_count += synced.synced.len();
+                    done.members.insert(plan.name.clone(), synced);
+                }
+            }
+        }
+        match member_error {
+            Some(error) => self.report.fail(MEMBERSHIP_SYNCED, error),
+            None if done.ids.len() < desired.groups.len() => {
+                self.report.wait(MEMBERSHIP_SYNCED, "waiting for the Keycloak groups")
+            }
+            None if pending > 0 => self.report.ok(
+                MEMBERSHIP_SYNCED,
+                "MembersPending",
+                format!(
+                    "{synced_count} member(s) in sync; {pending} member(s) wait for their user to exist in Keycloak \
+                     (see pendingMembers) and are added on a later check"
+                ),
+            ),
+            None => self.report.ok(
+                MEMBERSHIP_SYNCED,
+                "MembersSynced",
+                format!("{synced_count} member(s) in sync"),
+            ),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -3,10 +3,11 @@
 //! quota, Keycloak groups under a shared parent group, role template bindings granting those groups Rancher
 //! roles, and the groups' members in line with the spec; on deletion it removes what it made.
 //!
-//! `reconcile.rs` is the sequence of steps; each thing it produces has its own file: the project
-//! (`project.rs`), its quota (`quotas.rs`), the Keycloak groups (`groups.rs`), the Rancher bindings and what the
-//! spec asks for (`bindings.rs`), memberships (`members.rs`), what is shared with other objects of the same
-//! cluster (`cluster_scope.rs`) and the status (`status.rs`). Deletion is `deletion.rs`.
+//! `reconcile.rs` is the sequence of steps; each step lives in the file named after what it produces: the
+//! project (`project.rs`), its quota (`quotas.rs`), the Keycloak groups (`groups.rs`), the Rancher bindings and
+//! what the spec asks for (`bindings.rs`), memberships (`members.rs`), the removal of bindings that left the spec
+//! (`removal.rs`) and the status (`status.rs`); what is shared with other objects of the same cluster is
+//! `cluster_scope.rs`. Deletion is `deletion.rs`.
 //!
 //! Rancher and Keycloak cannot be watched: besides changes to the object itself, a jittered resync
 //! (`--rancher-resync-interval-seconds`) repairs drift (a group, binding or membership changed behind the
@@ -21,6 +22,7 @@ pub mod members;
 pub mod project;
 pub mod quotas;
 pub mod reconcile;
+pub mod removal;
 pub mod settings;
 pub mod status;
 

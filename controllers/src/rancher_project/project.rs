@@ -18,7 +18,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use crds::rancher::ManagedRancherProject;
 use kube::ResourceExt;
 
+use super::cluster_scope;
 use super::error::MrpError;
+use super::reconcile::Pass;
+use super::status::{RANCHER_PROJECT_READY, RESOURCE_QUOTA_READY};
 use crate::rancher::wire::{MANAGED_ANNOTATION, ORGANIZATION_ANNOTATION, PROJECT_SLUG_ANNOTATION};
 use crate::rancher::{NewProject, Project, ProjectQuotas, ProjectUpdate, RancherClient};
 
@@ -337,6 +340,106 @@ pub fn deletable(candidates: &[Project], owner: &str, cluster_id: &str, stale: b
         })
         .cloned()
         .collect()
+}
+
+impl Pass<'_> {
+    /// Step 1: the Rancher project, found by its recorded id, adopted or created, with the spec's metadata.
+    pub async fn project(&mut self) {
+        let plan = &self.plan;
+        let spec = &plan.mrp.spec;
+        if spec.project_name.trim().is_empty() || spec.cluster_id.trim().is_empty() {
+            self.report.fail(
+                RANCHER_PROJECT_READY,
+                MrpError::InvalidSpec("projectName and clusterId must not be empty".into()),
+            );
+            self.report
+                .wait(RESOURCE_QUOTA_READY, "waiting for the Rancher project");
+            return;
+        }
+        let Some(rancher) = plan.controller.rancher.as_ref() else {
+            self.report.fail(RANCHER_PROJECT_READY, rancher_missing());
+            self.report
+                .wait(RESOURCE_QUOTA_READY, "waiting for the Rancher project");
+            return;
+        };
+        let claimed = cluster_scope::claimed_projects(&plan.others);
+        let resolved = match resolve(
+            rancher,
+            plan.mrp,
+            plan.previous.rancher_project_id.as_deref(),
+            &claimed,
+            plan.translation.quotas.clone(),
+        )
+        .await
+        {
+            Ok(resolved) => resolved,
+            Err(error) => {
+                self.report.fail(RANCHER_PROJECT_READY, error);
+                self.report
+                    .wait(RESOURCE_QUOTA_READY, "waiting for the Rancher project");
+                return;
+            }
+        };
+        let id = resolved.project.id.clone();
+        match resolved.how {
+            Some(Found::Created) => self.report.note(
+                "ProjectCreated",
+                format!(
+                    "created Rancher project {id} ({:?}) in cluster {}",
+                    spec.project_name, spec.cluster_id
+                ),
+            ),
+            Some(Found::Adopted(Adoption::Owned)) => {
+                // Made by this object before its id reached the status (a crash, or a failed status write): found
+                // again by its owner annotation rather than duplicated.
+                tracing::info!(project = %id, "found this object's Rancher project by its owner annotation");
+            }
+            Some(Found::Adopted(how)) => {
+                let why = match how {
+                    Adoption::FromOriginalOperator => "the original rancher-keycloak-operator created it",
+                    _ => "spec.adoptExistingProject allows it",
+                };
+                self.report.note(
+                    "ProjectAdopted",
+                    format!(
+                        "took over the existing Rancher project {id} ({:?}): {why}",
+                        spec.project_name
+                    ),
+                );
+            }
+            None => {}
+        }
+        let mut project = resolved.project;
+        match sync_metadata(rancher, plan.mrp, project.clone()).await {
+            Ok((updated, wrote)) => {
+                project = updated;
+                if wrote {
+                    self.report.note(
+                        "ProjectUpdated",
+                        format!("updated the name, description or annotations of Rancher project {id}"),
+                    );
+                }
+                self.report.ok(
+                    RANCHER_PROJECT_READY,
+                    "ProjectReady",
+                    format!(
+                        "Rancher project {id} ({:?}) exists in cluster {}",
+                        spec.project_name, spec.cluster_id
+                    ),
+                );
+            }
+            Err(error) => self.report.fail(RANCHER_PROJECT_READY, error),
+        }
+        self.done.project = Some(project);
+    }
+}
+
+/// The condition of a pass that has no Rancher to talk to.
+pub(super) fn rancher_missing() -> MrpError {
+    MrpError::NotConfigured {
+        system: "Rancher",
+        flag: "--rancher-url",
+    }
 }
 
 #[cfg(test)]

@@ -13,6 +13,8 @@ use std::collections::BTreeMap;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::error::MrpError;
+use super::reconcile::Pass;
+use super::status::RESOURCE_QUOTA_READY;
 use crate::rancher::wire::norman_quota_key;
 use crate::rancher::{Project, ProjectQuotas, ProjectUpdate, RancherClient};
 
@@ -115,6 +117,39 @@ pub fn describe(desired: &Translation) -> String {
             "{applied}; not applied because Rancher project quotas cannot express them: {}",
             desired.unsupported.join(", ")
         )
+    }
+}
+
+impl Pass<'_> {
+    /// Step 2: the project's quota and namespace default quota, once the project exists.
+    pub async fn quota(&mut self) {
+        let (Some(rancher), Some(project)) = (self.plan.controller.rancher.as_ref(), self.done.project.take()) else {
+            return;
+        };
+        let translation = &self.plan.translation;
+        let id = project.id.clone();
+        let project = match apply(rancher, project.clone(), translation).await {
+            Ok((updated, wrote)) => {
+                if wrote {
+                    self.report.note(
+                        "QuotaUpdated",
+                        format!("Rancher project {id}: {}", describe(translation)),
+                    );
+                }
+                let reason = if translation.unsupported.is_empty() {
+                    "QuotaApplied"
+                } else {
+                    "QuotaPartiallyApplied"
+                };
+                self.report.ok(RESOURCE_QUOTA_READY, reason, describe(translation));
+                updated
+            }
+            Err(error) => {
+                self.report.fail(RESOURCE_QUOTA_READY, error);
+                project
+            }
+        };
+        self.done.project = Some(project);
     }
 }
 

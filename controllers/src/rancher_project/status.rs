@@ -12,7 +12,7 @@
 //! (members still waiting for their first Keycloak login do not hold it back, the plugin reports them itself);
 //! `Updating` otherwise; `Deleting` while cleanup is blocked.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use crds::rancher::{ManagedRancherProject, ManagedRancherProjectStatus, Phase, RoleBindingStatus, SyncedMember};
@@ -20,8 +20,12 @@ use framework::conditions::{self, ConditionUpdate, READY, Status};
 use framework::status::{OnConflict, StatusPolicy, StatusUpdate};
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::Resource;
 
 use super::RancherProjectController;
+use super::bindings::BindingKey;
+use super::members::Synced;
+use super::reconcile::{Done, Pass, Plan};
 
 /// Condition: the Rancher project exists (created or adopted) with the spec's name, description, annotations.
 pub const RANCHER_PROJECT_READY: &str = "RancherProjectReady";
@@ -265,6 +269,117 @@ fn rebase_entries(ours: &mut Vec<RoleBindingStatus>, base: &[RoleBindingStatus],
             mine.synced_members
                 .sort_by(|a, b| a.user_identifier.cmp(&b.user_identifier));
         }
+    }
+}
+
+impl Pass<'_> {
+    /// Step 7: the status this pass found: ids and per-binding members (this pass's findings, else what the
+    /// previous status said), the conditions, the phase, and `lastReconcileTime` when anything changed.
+    pub fn status(&mut self) -> StatusBuilder {
+        let Plan {
+            controller,
+            mrp,
+            previous,
+            desired,
+            now,
+            ..
+        } = &self.plan;
+        let now = *now;
+        let Done {
+            project,
+            groups: groups_done,
+            bindings: bindings_done,
+            project_leftovers,
+            cluster_leftovers,
+        } = std::mem::take(&mut self.done);
+        let mut next = ManagedRancherProjectStatus {
+            rancher_project_id: project
+                .as_ref()
+                .map(|p| p.id.clone())
+                .or_else(|| previous.rancher_project_id.clone()),
+            conditions: previous.conditions.clone(),
+            observed_generation: mrp.meta().generation,
+            ..ManagedRancherProjectStatus::default()
+        };
+        next.keycloak_parent_group_id = match (&desired.project, &desired.parent) {
+            (None, _) => previous.keycloak_parent_group_id.clone(),
+            (Some(_), Some(_)) if groups_done.parent_known => groups_done.parent_id.clone(),
+            (Some(_), Some(_)) => previous.keycloak_parent_group_id.clone(),
+            (Some(_), None) => None,
+        };
+        next.keycloak_role_bindings = match &desired.project {
+            None => previous.keycloak_role_bindings.clone(),
+            Some(keys) => keys
+                .iter()
+                .map(|k| {
+                    entry(
+                        k,
+                        &previous.keycloak_role_bindings,
+                        &groups_done.ids,
+                        &bindings_done.project_ids,
+                        &groups_done.members,
+                    )
+                })
+                .chain(project_leftovers)
+                .collect(),
+        };
+        next.cluster_keycloak_role_bindings = match &desired.cluster {
+            None => previous.cluster_keycloak_role_bindings.clone(),
+            Some(keys) => keys
+                .iter()
+                .map(|k| {
+                    entry(
+                        k,
+                        &previous.cluster_keycloak_role_bindings,
+                        &groups_done.ids,
+                        &bindings_done.cluster_ids,
+                        &groups_done.members,
+                    )
+                })
+                .chain(cluster_leftovers)
+                .collect(),
+        };
+        let applicable = applicable(desired.manages_access());
+        let mut update = begin(mrp, now);
+        update.status = next;
+        set_conditions(&mut update, self.report.take_conditions(), &applicable);
+        let persistent = self.report.has_persistent_failure();
+        update.status.phase = Some(phase(&update.status, persistent, now, controller.settings.error_after));
+        stamp(previous, &mut update.status, now);
+        update
+    }
+}
+
+/// The status entry of one wanted binding: this pass's findings, else what the previous status said.
+fn entry(
+    key: &BindingKey,
+    previous: &[RoleBindingStatus],
+    group_ids: &BTreeMap<String, String>,
+    binding_ids: &BTreeMap<BindingKey, String>,
+    members: &BTreeMap<String, Synced>,
+) -> RoleBindingStatus {
+    let before = previous
+        .iter()
+        .find(|e| e.group_name == key.group && e.rancher_role.as_deref() == Some(key.role.as_str()))
+        .or_else(|| {
+            previous
+                .iter()
+                .find(|e| e.group_name == key.group && e.rancher_role.is_none())
+        })
+        .cloned()
+        .unwrap_or_default();
+    let (member_count, synced_members, pending_members) = match members.get(&key.group) {
+        Some(synced) => (synced.member_count, synced.synced.clone(), synced.pending.clone()),
+        None => (before.member_count, before.synced_members, before.pending_members),
+    };
+    RoleBindingStatus {
+        group_name: key.group.clone(),
+        rancher_role: Some(key.role.clone()),
+        keycloak_group_id: group_ids.get(&key.group).cloned().or(before.keycloak_group_id),
+        rancher_binding_id: binding_ids.get(key).cloned().or(before.rancher_binding_id),
+        member_count,
+        synced_members,
+        pending_members,
     }
 }
 

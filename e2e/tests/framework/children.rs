@@ -4,8 +4,10 @@
 use std::collections::BTreeMap;
 
 use e2e::harness::TestCluster;
-use framework::children::{ChildConfig, ChildSet, LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME};
-use k8s_openapi::api::core::v1::ConfigMap;
+use framework::children::{
+    ChildConfig, ChildError, ChildKinds, ChildSet, LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME, Placement,
+};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::ResourceExt;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 
@@ -15,6 +17,7 @@ fn config() -> ChildConfig {
         managed_by: "framework-test".into(),
         owner_annotation: "test.example.com/owner".into(),
         hash_annotation: "test.example.com/applied-hash".into(),
+        kinds: ChildKinds::new().with::<ConfigMap>(Placement::OwnerNamespace),
     }
 }
 
@@ -118,9 +121,9 @@ async fn children_not_applied_this_pass_are_pruned_but_others_are_kept() {
     // The feature that made parent-b is turned off: the next pass applies only parent-a.
     let mut pass2 = ChildSet::new(cluster.client(), config(), &parent, "widget").expect("owner");
     pass2.apply(child("parent-a", "a")).await.expect("a again");
-    let deleted = pass2.prune::<ConfigMap>(Some(&ns)).await.expect("prune");
+    let deleted = pass2.prune().await.expect("prune");
 
-    assert_eq!(deleted, vec!["parent-b".to_string()]);
+    assert_eq!(deleted, vec!["ConfigMap/parent-b".to_string()]);
     assert!(api.get_opt("parent-b").await.expect("get").is_none());
     assert!(api.get_opt("parent-a").await.expect("get").is_some());
     assert!(
@@ -131,4 +134,37 @@ async fn children_not_applied_this_pass_are_pruned_but_others_are_kept() {
         api.get_opt("parent").await.expect("get").is_some(),
         "unlabelled objects are never pruned"
     );
+}
+
+#[tokio::test]
+async fn a_child_of_an_undeclared_kind_or_place_is_refused_before_any_write() {
+    let cluster = TestCluster::start().await;
+    let ns = cluster.create_namespace("undeclared").await;
+    let api: Api<ConfigMap> = Api::namespaced(cluster.client(), &ns);
+    let parent = owner(&api, "parent").await;
+    let mut set = ChildSet::new(cluster.client(), config(), &parent, "widget").expect("owner");
+    let before = cluster.write_requests();
+
+    let secret = Secret {
+        metadata: ObjectMeta {
+            name: Some("parent-secret".into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let refused = set.apply(secret).await.expect_err("Secret is not a declared kind");
+    assert!(
+        matches!(refused, ChildError::Undeclared { ref kind, .. } if kind == "Secret"),
+        "{refused}"
+    );
+
+    let mut elsewhere = child("parent-elsewhere", "x");
+    elsewhere.metadata.namespace = Some("default".into());
+    let refused = set
+        .apply(elsewhere)
+        .await
+        .expect_err("ConfigMaps are declared in the owner's namespace only");
+    assert!(matches!(refused, ChildError::Undeclared { .. }), "{refused}");
+    assert_eq!(set.writes(), 0);
+    assert_eq!(cluster.write_requests(), before, "nothing reached the API server");
 }
