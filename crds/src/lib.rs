@@ -16,12 +16,15 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 /// Every CRD this operator defines, in a stable order.
 pub fn all() -> Vec<CustomResourceDefinition> {
     use kube::CustomResourceExt;
-    vec![
+    [
         nebari::NebariApp::crd(),
         keystone::KeystoneApplicationCredential::crd(),
         rancher::ManagedRancherProject::crd(),
         rancher::RancherProjectInventory::crd(),
     ]
+    .into_iter()
+    .map(schema::finish)
+    .collect()
 }
 
 /// Failure to render CRDs as YAML.

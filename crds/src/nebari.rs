@@ -11,8 +11,8 @@ use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// NebariApp is an application onboarding intent: which hostname and Service to expose, on which shared
-/// Gateway, with which TLS and authentication settings.
+/// The desired state of a NebariApp: the hostname and backend Service to expose, the shared Gateway that routes
+/// to it, and its routing, TLS, authentication and landing-page settings.
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[kube(
     group = "reconcilers.nebari.dev",
@@ -23,6 +23,9 @@ use serde::{Deserialize, Serialize};
     shortname = "nebariapp",
     namespaced,
     status = "NebariAppStatus",
+    doc = "NebariApp onboards an application onto a Nebari platform: the operator exposes its Service at a \
+           hostname through HTTPRoutes on a shared Gateway, secures it with TLS, and protects it with OIDC \
+           authentication (Keycloak clients and an Envoy Gateway SecurityPolicy) when asked.",
     printcolumn = r#"{"name": "Hostname", "type": "string", "jsonPath": ".spec.hostname"}"#,
     printcolumn = r#"{"name": "Gateway", "type": "string", "jsonPath": ".spec.gateway"}"#,
     printcolumn = r#"{"name": "Ready", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Ready\")].status"}"#,

@@ -269,7 +269,7 @@ pub struct ManagedRancherProjectStatus {
     /// Deprecated: the namespace operators before 0.3.0 created. Kept so their status reads back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace_name: Option<String>,
-    /// Keycloak id of the parent group.
+    /// Keycloak id of the parent group the binding groups hang under (found again by it after a rename).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keycloak_parent_group_id: Option<String>,
     /// Per project role binding: the Keycloak group, the Rancher binding and the members.
@@ -300,7 +300,7 @@ pub struct RoleBindingStatus {
     /// The Rancher role template the group is bound with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rancher_role: Option<String>,
-    /// Keycloak id of the group.
+    /// Keycloak id of the group (cleanup and membership use it, not the name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keycloak_group_id: Option<String>,
     /// Rancher id of the role template binding (`<namespace>:prtb-…` or `<clusterId>:crtb-…`).
@@ -414,7 +414,7 @@ pub struct RancherProjectInventoryStatus {
     /// How many projects of this cluster are not managed (the Default and System projects are not counted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unmanaged_project_count: Option<i64>,
-    /// The unmanaged projects.
+    /// Each project nothing manages, with its namespaces.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unmanaged_projects: Vec<UnmanagedProject>,
     /// Ready, and why a scan failed.
@@ -435,7 +435,7 @@ pub struct UnmanagedProject {
     /// Display name.
     #[serde(default)]
     pub name: String,
-    /// Description.
+    /// The project's description in Rancher.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// Namespaces in the project.

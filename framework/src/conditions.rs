@@ -52,7 +52,7 @@ impl From<bool> for Status {
 pub struct ConditionUpdate {
     /// The condition type, e.g. `RoutingReady`.
     pub type_: String,
-    /// Its status.
+    /// Whether the condition holds.
     pub status: Status,
     /// A PascalCase reason a machine can switch on.
     pub reason: String,

@@ -8,9 +8,9 @@ use kube::api::Api;
 /// Where a Secret is.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SecretRef {
-    /// Its namespace.
+    /// The namespace it lives in.
     pub namespace: String,
-    /// Its name.
+    /// The Secret's name within it.
     pub name: String,
 }
 

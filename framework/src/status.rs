@@ -56,7 +56,7 @@ pub trait StatusPolicy: Send + Sync {
         + Debug
         + Send
         + Sync;
-    /// Its status.
+    /// The type of its `.status`.
     type Status: Clone + Default + PartialEq + Serialize + Send + Sync;
 
     /// The policy applied when a write is refused as stale.

@@ -43,7 +43,7 @@ pub struct Minter<'a> {
     pub keystone: &'a KeystoneClient,
     /// Token scope.
     pub scope: &'a Scope,
-    /// The clock.
+    /// The time a new credential's creation and expiry count from.
     pub clock: &'a dyn Clock,
     /// Field manager for the objects created.
     pub field_manager: &'a str,

@@ -71,7 +71,7 @@ pub enum AcError {
     /// The credential name of an interrupted creation belongs to a credential whose secret is not ours.
     #[error("application credential name {name} is taken by another credential; a new name will be chosen")]
     CredentialNameTaken {
-        /// The name.
+        /// The taken Keystone credential name.
         name: String,
     },
     /// A Secret with the credential's name already exists and holds another credential.

@@ -41,7 +41,7 @@ const SECRET_BYTES: usize = 64;
 pub struct IntendedCredential {
     /// Name in Keystone: `<credential name>-<5 random characters>`.
     pub name: String,
-    /// Its secret.
+    /// The secret chosen for it, so a retried create makes the same credential.
     pub secret: SecretString,
     /// The id of the credential it replaces (empty for the first one).
     pub replaces: String,

@@ -27,7 +27,7 @@ pub struct ClientSpec {
     pub client_id: String,
     /// Display name.
     pub name: Option<String>,
-    /// Description.
+    /// Shown in the admin console.
     pub description: Option<String>,
     /// A public client (no secret).
     pub public_client: bool,
@@ -39,11 +39,11 @@ pub struct ClientSpec {
     pub direct_access_grants: bool,
     /// Client-credentials grant.
     pub service_accounts: bool,
-    /// Redirect URIs.
+    /// Where a login may redirect back to.
     pub redirect_uris: Vec<String>,
-    /// Web origins.
+    /// Origins allowed to call Keycloak from a browser (CORS).
     pub web_origins: Vec<String>,
-    /// Attributes.
+    /// Free-form settings (PKCE method, post-logout redirect URIs, the owner this operator records).
     pub attributes: BTreeMap<String, String>,
 }
 

@@ -28,9 +28,9 @@ pub enum Credentials {
     },
     /// Client-credentials grant for a confidential client with a service account holding admin roles.
     ClientCredentials {
-        /// The client.
+        /// The `clientId` of the administrating client.
         client_id: String,
-        /// Its secret.
+        /// The secret that client authenticates with.
         client_secret: SecretString,
     },
 }

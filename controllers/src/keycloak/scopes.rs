@@ -9,9 +9,9 @@ use super::types::{ClientScope, Ensured, ScopeRef};
 /// A client scope to create.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClientScopeSpec {
-    /// Name.
+    /// The scope name a token request asks for.
     pub name: String,
-    /// Description.
+    /// Shown in the admin console; marks the scope as made by this operator.
     pub description: Option<String>,
     /// Whether the scope name appears in the token's `scope` claim.
     pub include_in_token_scope: bool,
@@ -87,7 +87,7 @@ impl RealmClient {
         }
     }
 
-    /// The default client scopes of a client.
+    /// The scopes `client` gets without asking (its `default-client-scopes`).
     pub async fn default_client_scopes(&self, client: &str) -> Result<Vec<ScopeRef>, KeycloakError> {
         self.get_json(
             "list default client scopes",

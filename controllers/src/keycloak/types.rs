@@ -14,11 +14,12 @@ pub struct Ensured<T> {
     pub created: bool,
 }
 
-/// A group.
+/// A Keycloak group (`GroupRepresentation`): members of a group share its roles and, through Rancher's OIDC
+/// provider, its Rancher bindings.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Group {
-    /// Id.
+    /// The id admin paths use (`/groups/{id}`).
     pub id: String,
     /// Name (unique among its siblings).
     pub name: String,
@@ -39,21 +40,21 @@ pub struct Group {
     pub sub_groups: Vec<Group>,
 }
 
-/// A user.
+/// A Keycloak user (`UserRepresentation`), as the lookups that resolve member identifiers return it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct User {
-    /// Id.
+    /// The id admin paths use (`/users/{id}`); what memberships are recorded by.
     pub id: String,
     /// Username (Keycloak stores it lower-cased).
     pub username: String,
-    /// Email.
+    /// Email address; members may be named by it.
     #[serde(default)]
     pub email: Option<String>,
-    /// First name.
+    /// Given name (reported, never matched on).
     #[serde(default)]
     pub first_name: Option<String>,
-    /// Last name.
+    /// Family name (reported, never matched on).
     #[serde(default)]
     pub last_name: Option<String>,
     /// Whether the account is enabled.
@@ -78,7 +79,7 @@ pub struct Client {
     /// A public client (no secret).
     #[serde(default)]
     pub public_client: bool,
-    /// Bearer-only.
+    /// Only accepts bearer tokens, never starts a login (a legacy client type).
     #[serde(default)]
     pub bearer_only: bool,
     /// Authorization-code flow.
@@ -90,13 +91,13 @@ pub struct Client {
     /// Client-credentials grant.
     #[serde(default)]
     pub service_accounts_enabled: bool,
-    /// Redirect URIs.
+    /// Where a login may redirect back to (exact URIs or `*` patterns).
     #[serde(default)]
     pub redirect_uris: Vec<String>,
-    /// Web origins.
+    /// Origins allowed to call Keycloak from a browser (CORS).
     #[serde(default)]
     pub web_origins: Vec<String>,
-    /// Attributes.
+    /// Free-form settings (PKCE method, post-logout redirect URIs, the owner this operator records).
     #[serde(default)]
     pub attributes: BTreeMap<String, String>,
     /// Protocol mappers (Keycloak leaves the key out when there are none).
@@ -107,21 +108,21 @@ pub struct Client {
     pub default_client_scopes: Vec<String>,
 }
 
-/// A client scope.
+/// A client scope (`ClientScopeRepresentation`): a named set of claims a client can be given by default.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ClientScope {
-    /// Id.
+    /// The id admin paths use.
     pub id: String,
-    /// Name.
+    /// The scope name a token request asks for (`groups`, `email`).
     pub name: String,
-    /// Description.
+    /// Shown in the admin console; the operator marks scopes it created.
     #[serde(default)]
     pub description: Option<String>,
-    /// Protocol.
+    /// `openid-connect` for the scopes this operator uses.
     #[serde(default)]
     pub protocol: Option<String>,
-    /// Attributes.
+    /// Consent and token settings.
     #[serde(default)]
     pub attributes: BTreeMap<String, String>,
 }
@@ -219,9 +220,9 @@ pub struct ManagementPermissions {
 /// An authorization scope of `realm-management` (e.g. `token-exchange`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
 pub struct AuthzScope {
-    /// Id.
+    /// The id permissions refer to it by.
     pub id: String,
-    /// Name.
+    /// The scope's name, e.g. `token-exchange`.
     pub name: String,
 }
 
@@ -229,9 +230,9 @@ pub struct AuthzScope {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AuthzPolicy {
-    /// Id.
+    /// The id other policies and permissions refer to it by.
     pub id: String,
-    /// Name.
+    /// Unique within `realm-management`; the operator names its policies after the requesting client.
     pub name: String,
     /// `client`, `scope`, ….
     #[serde(default, rename = "type")]

@@ -150,7 +150,7 @@ impl std::fmt::Display for Endpoint {
 pub struct ServiceUser {
     /// Where Keystone is.
     pub endpoint: Endpoint,
-    /// The user's name.
+    /// The service user's name in Keystone (the spec's `userName`).
     pub user_name: String,
     /// The user's domain name (e.g. `Default`).
     pub user_domain: String,
@@ -214,7 +214,7 @@ pub struct NewApplicationCredential<'a> {
 pub struct ApplicationCredential {
     /// 32-hex id.
     pub id: String,
-    /// Name.
+    /// Unique per user; the operator chooses it, so a repeated create is refused rather than duplicated.
     pub name: String,
     /// Expiry (`None`: never expires).
     pub expires_at: Option<Timestamp>,
@@ -222,7 +222,7 @@ pub struct ApplicationCredential {
     pub roles: Vec<String>,
     /// Whether it is unrestricted.
     pub unrestricted: bool,
-    /// Access rules.
+    /// The API calls it is limited to (empty: any call its roles allow).
     pub access_rules: Vec<AccessRule>,
 }
 

@@ -71,7 +71,7 @@ pub struct TokenUser {
 /// Body of `POST /v3/users/{user_id}/application_credentials`.
 #[derive(Debug, Serialize)]
 pub struct CreateRequest<'a> {
-    /// The credential.
+    /// Keystone wraps the credential in this key.
     pub application_credential: CreateBody<'a>,
 }
 
@@ -133,7 +133,7 @@ pub struct ListResponse {
 pub struct CredentialBody {
     /// 32-hex id.
     pub id: String,
-    /// Name.
+    /// The name it was created with.
     pub name: String,
     /// Expiry without a zone, e.g. `2027-11-22T10:44:24.166023` (UTC), or null for never.
     #[serde(default)]

@@ -93,7 +93,7 @@ pub struct RunArgs {
     #[arg(long, env = "MAX_CONCURRENT_RECONCILES", default_value_t = 4)]
     pub max_concurrent_reconciles: u16,
 
-    /// Log format.
+    /// Log format: `json` for log collectors, `text` for people.
     #[arg(long, env = "LOG_FORMAT", value_enum, default_value = "json")]
     pub log_format: LogFormat,
 

@@ -35,3 +35,56 @@ pub fn service_discovery(app: &NebariApp, tls: bool) -> ServiceDiscoveryStatus {
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn app(spec: serde_json::Value) -> NebariApp {
+        serde_json::from_value(json!({
+            "apiVersion": "reconcilers.nebari.dev/v1", "kind": "NebariApp",
+            "metadata": {"name": "web", "namespace": "team"},
+            "spec": spec,
+        }))
+        .expect("valid app")
+    }
+
+    #[test]
+    fn without_a_landing_page_the_app_is_not_listed() {
+        let plain = app(json!({"hostname": "web.example.com", "service": {"name": "web", "port": 80}}));
+        assert_eq!(service_discovery(&plain, true), ServiceDiscoveryStatus::default());
+    }
+
+    #[test]
+    fn a_listed_app_links_to_its_hostname_and_is_private_behind_auth() {
+        let listed = app(json!({
+            "hostname": "web.example.com", "service": {"name": "web", "port": 80},
+            "landingPage": {"enabled": true, "displayName": "Web", "priority": 5},
+            "auth": {"enabled": true, "groups": ["admins"]},
+        }));
+        let status = service_discovery(&listed, false);
+        assert!(status.enabled);
+        assert_eq!(
+            status.url.as_deref(),
+            Some("http://web.example.com"),
+            "the scheme follows TLS"
+        );
+        assert_eq!(status.visibility.as_deref(), Some("private"));
+        assert_eq!(status.required_groups, Some(vec!["admins".to_string()]));
+        assert_eq!(status.priority, Some(5));
+    }
+
+    #[test]
+    fn an_external_url_wins_and_an_app_without_auth_is_public() {
+        let public = app(json!({
+            "hostname": "web.example.com", "service": {"name": "web", "port": 80},
+            "landingPage": {"enabled": true, "displayName": "Web", "externalUrl": "https://docs.example.com"},
+        }));
+        let status = service_discovery(&public, true);
+        assert_eq!(status.url.as_deref(), Some("https://docs.example.com"));
+        assert_eq!(status.visibility.as_deref(), Some("public"));
+        assert_eq!(status.required_groups, None);
+    }
+}

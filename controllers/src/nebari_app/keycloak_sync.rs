@@ -18,7 +18,7 @@ use super::NebariAppController;
 use super::error::NebariAppError;
 use super::naming::AppNames;
 use super::oidc_secret::OidcSecretData;
-use super::security_policy::{DEFAULT_REDIRECT_PATH, scopes};
+use super::security_policy::{callback_path, scopes};
 use crate::keycloak::{
     Client, ClientSpec, ClientUpdate, ErrorKind, ProtocolMapper, RealmClient, TokenExchangeRequester, UserRef,
 };
@@ -59,7 +59,7 @@ pub fn ownership(client: &Client, names: &AppNames) -> Ownership {
 pub struct ProvisionedClients {
     /// The confidential client's id.
     pub client_id: String,
-    /// Its secret.
+    /// The confidential client's secret, for the OIDC Secret.
     pub client_secret: String,
     /// The SPA client's id, when enabled.
     pub spa_client_id: Option<String>,
@@ -167,17 +167,7 @@ impl Provisioning<'_> {
     /// The confidential client with its redirect URIs, and its secret (generated when it has none).
     async fn confidential_client(&self) -> Result<(Client, String), NebariAppError> {
         let base = &self.base;
-        let callback = self
-            .auth
-            .redirect_uri
-            .as_deref()
-            .filter(|p| !p.is_empty())
-            .unwrap_or(DEFAULT_REDIRECT_PATH);
-        let callback = if callback.starts_with('/') {
-            callback.to_string()
-        } else {
-            format!("/{callback}")
-        };
+        let callback = callback_path(self.auth);
         let client_id = self.names.keycloak_client();
         let redirect_uris = vec![format!("{base}{callback}")];
         let web_origins = vec![base.clone()];

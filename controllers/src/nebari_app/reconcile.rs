@@ -26,7 +26,7 @@ use kube::api::Api;
 use super::NebariAppController;
 use super::error::NebariAppError;
 use super::naming::AppNames;
-use super::status::{self, AUTH_READY, ROUTING_READY, StatusBuilder, TLS_READY};
+use super::status::{self, StatusBuilder};
 use super::tls::TlsPlan;
 
 /// Reconciles one NebariApp.
@@ -106,19 +106,10 @@ impl<'a> Pass<'a> {
         auth.map(|auth| auth.next)
     }
 
-    /// Ready from the conditions that apply, root causes first: a withheld route (RoutingReady) is a consequence
-    /// of auth not being ready.
+    /// The landing page's view of the app, and Ready from the conditions that apply.
     fn derive_ready(&mut self) {
-        let spec = &self.app.spec;
-        let mut applicable = Vec::new();
-        if spec.auth.as_ref().is_some_and(|a| a.enabled) {
-            applicable.push(AUTH_READY);
-        }
-        if spec.routing.is_some() {
-            applicable.extend([TLS_READY, ROUTING_READY]);
-        }
         self.status.status.service_discovery = Some(super::discovery::service_discovery(self.app, self.plan.is_tls()));
-        self.status.derive_ready(&applicable, None);
+        self.status.derive_ready(&status::applicable(&self.app.spec), None);
     }
 
     /// Publishes the status (events on transitions, a write only on change) and returns the pass's outcome.

@@ -32,21 +32,25 @@ pub fn scopes(auth: &AuthConfig) -> Vec<String> {
     }
 }
 
-/// The absolute redirect URL: the app's hostname with `auth.redirectURI` (default `/oauth2/callback`), over
-/// https when TLS is on and http when it is off (the original always used https).
-pub fn redirect_url(app: &NebariApp, auth: &AuthConfig, tls: bool) -> String {
+/// The callback path: `auth.redirectURI` (default `/oauth2/callback`), always starting with `/`.
+pub fn callback_path(auth: &AuthConfig) -> String {
     let path = auth
         .redirect_uri
         .as_deref()
         .filter(|p| !p.is_empty())
         .unwrap_or(DEFAULT_REDIRECT_PATH);
-    let path = if path.starts_with('/') {
+    if path.starts_with('/') {
         path.to_string()
     } else {
         format!("/{path}")
-    };
+    }
+}
+
+/// The absolute redirect URL: the app's hostname with the [`callback_path`], over https when TLS is on and http
+/// when it is off (the original always used https).
+pub fn redirect_url(app: &NebariApp, auth: &AuthConfig, tls: bool) -> String {
     let scheme = if tls { "https" } else { "http" };
-    format!("{scheme}://{}{path}", app.spec.hostname)
+    format!("{scheme}://{}{}", app.spec.hostname, callback_path(auth))
 }
 
 /// Builds the SecurityPolicy for `app` (auth enabled and enforced at the gateway).
@@ -122,5 +126,111 @@ pub fn security_policy(
                 deny_redirect,
             }),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crds::nebari::{NebariAppSpec, ServiceReference};
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn app() -> NebariApp {
+        let mut app = NebariApp::new(
+            "web",
+            NebariAppSpec {
+                hostname: "web.example.com".into(),
+                service: ServiceReference {
+                    name: "web".into(),
+                    port: 80,
+                    namespace: None,
+                },
+                routing: None,
+                auth: None,
+                gateway: Default::default(),
+                service_account_name: None,
+                landing_page: None,
+            },
+        );
+        app.metadata.namespace = Some("team".into());
+        app
+    }
+
+    fn auth(value: Value) -> AuthConfig {
+        serde_json::from_value(value).expect("auth config")
+    }
+
+    fn policy(auth: &AuthConfig, settings: &NebariAppSettings, tls: bool) -> Value {
+        let credentials = ClientCredentials {
+            client_id: "team-web-client".into(),
+            secret_name: "web-oidc-client".into(),
+        };
+        let built = security_policy(&app(), auth, &AppNames::new("team", "web"), settings, &credentials, tls);
+        serde_json::to_value(built).expect("json")
+    }
+
+    #[test]
+    fn the_policy_protects_the_main_route_with_the_client_secret_of_the_app_namespace() {
+        let value = policy(&auth(json!({"enabled": true})), &NebariAppSettings::example(), true);
+        assert_eq!(value["metadata"]["name"], "web-security");
+        assert_eq!(value["metadata"]["namespace"], "team");
+        assert_eq!(
+            value["spec"]["targetRefs"],
+            json!([{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": "web-route"}])
+        );
+        let oidc = &value["spec"]["oidc"];
+        assert_eq!(oidc["clientID"], "team-web-client");
+        assert_eq!(oidc["clientSecret"]["name"], "web-oidc-client");
+        assert_eq!(oidc["clientSecret"]["namespace"], "team");
+        assert_eq!(oidc["redirectURL"], "https://web.example.com/oauth2/callback");
+        assert_eq!(
+            oidc["scopes"],
+            json!(["openid", "profile", "email"]),
+            "defaults when none are named"
+        );
+    }
+
+    #[test]
+    fn keycloak_endpoints_split_between_the_gateway_and_the_browser() {
+        let mut settings = NebariAppSettings::example();
+        settings.keycloak_external_url = Some("https://auth.example.com".into());
+        let value = policy(&auth(json!({"enabled": true})), &settings, true);
+        let provider = &value["spec"]["oidc"]["provider"];
+        let internal = "http://keycloak.keycloak.svc:8080/realms/nebari";
+        assert_eq!(provider["issuer"], internal);
+        assert_eq!(
+            provider["tokenEndpoint"],
+            format!("{internal}/protocol/openid-connect/token")
+        );
+        assert_eq!(
+            provider["authorizationEndpoint"],
+            "https://auth.example.com/realms/nebari/protocol/openid-connect/auth"
+        );
+        assert_eq!(
+            provider["endSessionEndpoint"],
+            "https://auth.example.com/realms/nebari/protocol/openid-connect/logout"
+        );
+    }
+
+    #[test]
+    fn a_generic_provider_uses_its_issuer_and_deny_redirect_headers_carry_over() {
+        let generic = auth(json!({
+            "enabled": true, "provider": "generic-oidc", "issuerURL": "https://idp.example.com",
+            "redirectURI": "cb", "scopes": ["openid"],
+            "denyRedirect": [{"name": "X-Requested-With", "type": "Exact", "value": "XMLHttpRequest"}],
+        }));
+        let value = policy(&generic, &NebariAppSettings::example(), false);
+        let oidc = &value["spec"]["oidc"];
+        assert_eq!(oidc["provider"], json!({"issuer": "https://idp.example.com"}));
+        assert_eq!(
+            oidc["redirectURL"], "http://web.example.com/cb",
+            "http without TLS, path made absolute"
+        );
+        assert_eq!(oidc["scopes"], json!(["openid"]));
+        assert_eq!(
+            oidc["denyRedirect"]["headers"],
+            json!([{"name": "X-Requested-With", "type": "Exact", "value": "XMLHttpRequest"}])
+        );
     }
 }

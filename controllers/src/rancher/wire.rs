@@ -48,19 +48,19 @@ pub struct Project {
     /// The display name.
     #[serde(default)]
     pub name: String,
-    /// The cluster.
+    /// The downstream cluster the project belongs to.
     #[serde(default)]
     pub cluster_id: String,
-    /// The description.
+    /// Free text shown in the Rancher UI (the spec's description).
     #[serde(default)]
     pub description: Option<String>,
     /// `initializing`, `active`, `removing`, …
     #[serde(default)]
     pub state: Option<String>,
-    /// Annotations.
+    /// Annotations, where ownership and provenance are recorded.
     #[serde(default, deserialize_with = "null_as_default")]
     pub annotations: BTreeMap<String, String>,
-    /// Labels.
+    /// Labels (Rancher marks its Default and System projects with one).
     #[serde(default, deserialize_with = "null_as_default")]
     pub labels: BTreeMap<String, String>,
     /// The project quota.
@@ -131,15 +131,15 @@ pub struct ProjectQuotas {
 /// A project to create.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct NewProject {
-    /// The cluster.
+    /// The downstream cluster to create it in.
     pub cluster_id: String,
     /// The display name.
     pub name: String,
-    /// The description.
+    /// Free text shown in the Rancher UI.
     pub description: Option<String>,
     /// Annotations, e.g. [`MANAGED_ANNOTATION`] and the owner's identity.
     pub annotations: BTreeMap<String, String>,
-    /// Labels.
+    /// Labels to put on the project.
     pub labels: BTreeMap<String, String>,
     /// Quotas, if any.
     pub quotas: Option<ProjectQuotas>,
@@ -279,7 +279,7 @@ impl Subject {
         }
     }
 
-    /// The value.
+    /// The principal or id the binding names.
     pub fn value(&self) -> &str {
         match self {
             Subject::GroupPrincipal(v) | Subject::UserPrincipal(v) | Subject::User(v) | Subject::Group(v) => v,
@@ -338,7 +338,7 @@ pub struct RoleBinding {
     /// `metadata.name`.
     #[serde(default)]
     pub name: String,
-    /// The role template.
+    /// The role template granted, e.g. `project-member`.
     #[serde(default)]
     pub role_template_id: String,
     /// The project (PRTBs).
@@ -378,7 +378,7 @@ impl RoleBinding {
     }
 }
 
-/// The body of a binding create.
+/// The JSON body creating a binding of `subject` to `target` with `role`.
 pub fn create_binding_body(target: &BindingTarget, role: &str, subject: &Subject) -> Value {
     json!({
         "type": target.type_name(),
@@ -403,7 +403,7 @@ pub fn binding_filters(target: &BindingTarget, role: &str, subject: &Subject) ->
 pub struct Namespace {
     /// The namespace name (its id).
     pub id: String,
-    /// The name.
+    /// The name as Kubernetes knows it (the same as the id).
     #[serde(default)]
     pub name: String,
     /// The project it belongs to, if any.
@@ -418,7 +418,7 @@ pub struct Namespace {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Cluster {
-    /// The id.
+    /// The cluster id, e.g. `c-m-abc123` (what specs name).
     pub id: String,
     /// The display name.
     #[serde(default)]

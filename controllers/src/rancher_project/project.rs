@@ -86,7 +86,7 @@ pub enum Choice {
 pub struct Wanted<'a> {
     /// `<namespace>/<name>` of the object.
     pub owner: &'a str,
-    /// The cluster.
+    /// The cluster the project must be in.
     pub cluster_id: &'a str,
     /// The display name.
     pub name: &'a str,

@@ -80,7 +80,8 @@ pub struct OidcProvider {
     pub end_session_endpoint: Option<String>,
 }
 
-/// A reference to a Secret.
+/// Where the OIDC client secret is: a Secret, possibly in another namespace (Gateway API's
+/// `SecretObjectReference`).
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct SecretObjectReference {
     /// Always `""` (core group).

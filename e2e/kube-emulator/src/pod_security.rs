@@ -68,33 +68,59 @@ fn must(names: &[&str], what: &str) -> String {
     format!("{} must {what}", name_containers(names))
 }
 
+/// One check: the `reason (detail)` text when the pod breaks it.
+type Check = fn(&Value, &[Container<'_>]) -> Option<String>;
+
+/// The checks in upstream order: the baseline ones, then the restricted ones.
+const CHECKS: &[Check] = &[
+    host_namespaces,
+    privileged,
+    host_ports,
+    proc_mount,
+    privilege_escalation,
+    capabilities,
+    volume_types,
+    run_as_non_root,
+    run_as_user,
+    seccomp_profile,
+];
+
 /// The `reason (detail)` texts of every restricted check the pod breaks, in upstream order.
 pub fn restricted_violations(pod: &Value, _metadata: &Value) -> Vec<String> {
     let all = containers(pod);
-    let mut out = Vec::new();
-    // Baseline checks.
-    let host: Vec<&str> = ["hostNetwork", "hostPID", "hostIPC"]
+    CHECKS.iter().filter_map(|check| check(pod, &all)).collect()
+}
+
+/// The names of the containers matching `pred`.
+fn named<'a>(all: &[Container<'a>], pred: impl Fn(&Container<'a>) -> bool) -> Vec<&'a str> {
+    all.iter().filter(|c| pred(c)).map(|c| c.name).collect()
+}
+
+fn host_namespaces(pod: &Value, _: &[Container<'_>]) -> Option<String> {
+    let set: Vec<String> = ["hostNetwork", "hostPID", "hostIPC"]
         .into_iter()
         .filter(|key| pod.get(*key).and_then(Value::as_bool) == Some(true))
+        .map(|h| format!("{h}=true"))
         .collect();
-    if !host.is_empty() {
-        let set: Vec<String> = host.iter().map(|h| format!("{h}=true")).collect();
-        out.push(format!("host namespaces ({})", set.join(", ")));
-    }
-    let privileged: Vec<&str> = all
-        .iter()
-        .filter(|c| security(c, "/privileged").and_then(Value::as_bool) == Some(true))
-        .map(|c| c.name)
-        .collect();
-    if !privileged.is_empty() {
-        out.push(format!(
+    (!set.is_empty()).then(|| format!("host namespaces ({})", set.join(", ")))
+}
+
+fn privileged(_: &Value, all: &[Container<'_>]) -> Option<String> {
+    let privileged = named(all, |c| {
+        security(c, "/privileged").and_then(Value::as_bool) == Some(true)
+    });
+    (!privileged.is_empty()).then(|| {
+        format!(
             "privileged ({})",
             must(&privileged, "not set securityContext.privileged=true")
-        ));
-    }
+        )
+    })
+}
+
+fn host_ports(_: &Value, all: &[Container<'_>]) -> Option<String> {
     let mut host_ports: Vec<String> = Vec::new();
     let mut host_port_containers: Vec<&str> = Vec::new();
-    for container in &all {
+    for container in all {
         let ports: Vec<String> = container
             .spec
             .get("ports")
@@ -110,61 +136,60 @@ pub fn restricted_violations(pod: &Value, _metadata: &Value) -> Vec<String> {
             host_ports.extend(ports);
         }
     }
-    if !host_ports.is_empty() {
-        host_ports.sort();
-        let (noun, verb) = if host_ports.len() == 1 {
-            ("hostPort", "uses")
-        } else {
-            ("hostPorts", "use")
-        };
-        let verb = if host_port_containers.len() == 1 { "uses" } else { verb };
-        out.push(format!(
-            "hostPort ({} {verb} {noun} {})",
-            name_containers(&host_port_containers),
-            host_ports.join(", ")
-        ));
+    if host_ports.is_empty() {
+        return None;
     }
-    let proc_mount: Vec<&str> = all
-        .iter()
-        .filter(|c| {
-            security(c, "/procMount")
-                .and_then(Value::as_str)
-                .is_some_and(|m| m != "Default")
-        })
-        .map(|c| c.name)
-        .collect();
-    if !proc_mount.is_empty() {
-        out.push(format!(
+    host_ports.sort();
+    let (noun, verb) = if host_ports.len() == 1 {
+        ("hostPort", "uses")
+    } else {
+        ("hostPorts", "use")
+    };
+    let verb = if host_port_containers.len() == 1 { "uses" } else { verb };
+    Some(format!(
+        "hostPort ({} {verb} {noun} {})",
+        name_containers(&host_port_containers),
+        host_ports.join(", ")
+    ))
+}
+
+fn proc_mount(_: &Value, all: &[Container<'_>]) -> Option<String> {
+    let unmasked = named(all, |c| {
+        security(c, "/procMount")
+            .and_then(Value::as_str)
+            .is_some_and(|m| m != "Default")
+    });
+    (!unmasked.is_empty()).then(|| {
+        format!(
             "procMount ({})",
-            must(&proc_mount, "not set securityContext.procMount to \"Unmasked\"")
-        ));
-    }
-    // Restricted checks.
-    let escalation: Vec<&str> = all
-        .iter()
-        .filter(|c| security(c, "/allowPrivilegeEscalation").and_then(Value::as_bool) != Some(false))
-        .map(|c| c.name)
-        .collect();
-    if !escalation.is_empty() {
-        out.push(format!(
+            must(&unmasked, "not set securityContext.procMount to \"Unmasked\"")
+        )
+    })
+}
+
+fn privilege_escalation(_: &Value, all: &[Container<'_>]) -> Option<String> {
+    let escalation = named(all, |c| {
+        security(c, "/allowPrivilegeEscalation").and_then(Value::as_bool) != Some(false)
+    });
+    (!escalation.is_empty()).then(|| {
+        format!(
             "allowPrivilegeEscalation != false ({})",
             must(&escalation, "set securityContext.allowPrivilegeEscalation=false")
-        ));
-    }
-    let mut capability_details = Vec::new();
-    let no_drop_all: Vec<&str> = all
-        .iter()
-        .filter(|c| {
-            !security(c, "/capabilities/drop")
-                .and_then(Value::as_array)
-                .is_some_and(|d| d.iter().any(|v| v == "ALL"))
-        })
-        .map(|c| c.name)
-        .collect();
+        )
+    })
+}
+
+fn capabilities(_: &Value, all: &[Container<'_>]) -> Option<String> {
+    let mut details = Vec::new();
+    let no_drop_all = named(all, |c| {
+        !security(c, "/capabilities/drop")
+            .and_then(Value::as_array)
+            .is_some_and(|d| d.iter().any(|v| v == "ALL"))
+    });
     if !no_drop_all.is_empty() {
-        capability_details.push(must(&no_drop_all, "set securityContext.capabilities.drop=[\"ALL\"]"));
+        details.push(must(&no_drop_all, "set securityContext.capabilities.drop=[\"ALL\"]"));
     }
-    for container in &all {
+    for container in all {
         let added: Vec<String> = security(container, "/capabilities/add")
             .and_then(Value::as_array)
             .into_iter()
@@ -174,16 +199,17 @@ pub fn restricted_violations(pod: &Value, _metadata: &Value) -> Vec<String> {
             .map(|cap| format!("{cap:?}"))
             .collect();
         if !added.is_empty() {
-            capability_details.push(format!(
+            details.push(format!(
                 "{} must not include {} in securityContext.capabilities.add",
                 name_containers(&[container.name]),
                 added.join(", ")
             ));
         }
     }
-    if !capability_details.is_empty() {
-        out.push(format!("unrestricted capabilities ({})", capability_details.join("; ")));
-    }
+    (!details.is_empty()).then(|| format!("unrestricted capabilities ({})", details.join("; ")))
+}
+
+fn volume_types(pod: &Value, _: &[Container<'_>]) -> Option<String> {
     const ALLOWED_VOLUMES: &[&str] = &[
         "configMap",
         "csi",
@@ -194,7 +220,7 @@ pub fn restricted_violations(pod: &Value, _metadata: &Value) -> Vec<String> {
         "projected",
         "secret",
     ];
-    let mut bad_volumes: Vec<(String, String)> = Vec::new();
+    let mut bad: Vec<(String, String)> = Vec::new();
     for volume in pod.get("volumes").and_then(Value::as_array).into_iter().flatten() {
         let name = volume
             .get("name")
@@ -207,75 +233,71 @@ pub fn restricted_violations(pod: &Value, _metadata: &Value) -> Vec<String> {
             .flat_map(|m| m.keys())
             .find(|k| *k != "name" && !ALLOWED_VOLUMES.contains(&k.as_str()))
         {
-            bad_volumes.push((name, kind.clone()));
+            bad.push((name, kind.clone()));
         }
     }
-    if !bad_volumes.is_empty() {
-        let names: Vec<String> = bad_volumes.iter().map(|(n, _)| format!("{n:?}")).collect();
-        let kinds: Vec<String> = bad_volumes.iter().map(|(_, k)| format!("{k:?}")).collect();
-        out.push(if bad_volumes.len() == 1 {
-            format!(
-                "restricted volume types (volume {} uses restricted volume type {})",
-                names[0], kinds[0]
-            )
-        } else {
-            format!(
-                "restricted volume types (volumes {} use restricted volume types {})",
-                names.join(", "),
-                kinds.join(", ")
-            )
-        });
+    if bad.is_empty() {
+        return None;
     }
+    let names: Vec<String> = bad.iter().map(|(n, _)| format!("{n:?}")).collect();
+    let kinds: Vec<String> = bad.iter().map(|(_, k)| format!("{k:?}")).collect();
+    Some(if bad.len() == 1 {
+        format!(
+            "restricted volume types (volume {} uses restricted volume type {})",
+            names[0], kinds[0]
+        )
+    } else {
+        format!(
+            "restricted volume types (volumes {} use restricted volume types {})",
+            names.join(", "),
+            kinds.join(", ")
+        )
+    })
+}
+
+/// "pod and container \"a\"": who sets a forbidden value.
+fn setters(pod: bool, containers: &[&str]) -> String {
+    let mut setters = Vec::new();
+    if pod {
+        setters.push("pod".to_string());
+    }
+    if !containers.is_empty() {
+        setters.push(name_containers(containers));
+    }
+    setters.join(" and ")
+}
+
+fn run_as_non_root(pod: &Value, all: &[Container<'_>]) -> Option<String> {
     let pod_non_root = pod.pointer("/securityContext/runAsNonRoot").and_then(Value::as_bool);
-    let explicit_false: Vec<&str> = all
-        .iter()
-        .filter(|c| security(c, "/runAsNonRoot").and_then(Value::as_bool) == Some(false))
-        .map(|c| c.name)
-        .collect();
+    let explicit_false = named(all, |c| {
+        security(c, "/runAsNonRoot").and_then(Value::as_bool) == Some(false)
+    });
     if pod_non_root == Some(false) || !explicit_false.is_empty() {
-        let mut setters = Vec::new();
-        if pod_non_root == Some(false) {
-            setters.push("pod".to_string());
-        }
-        if !explicit_false.is_empty() {
-            setters.push(name_containers(&explicit_false));
-        }
-        out.push(format!(
+        return Some(format!(
             "runAsNonRoot != true ({} must not set securityContext.runAsNonRoot=false)",
-            setters.join(" and ")
+            setters(pod_non_root == Some(false), &explicit_false)
         ));
-    } else if pod_non_root != Some(true) {
-        let unset: Vec<&str> = all
-            .iter()
-            .filter(|c| security(c, "/runAsNonRoot").and_then(Value::as_bool).is_none())
-            .map(|c| c.name)
-            .collect();
-        if !unset.is_empty() {
-            out.push(format!(
-                "runAsNonRoot != true (pod or {} must set securityContext.runAsNonRoot=true)",
-                name_containers(&unset)
-            ));
-        }
     }
+    if pod_non_root == Some(true) {
+        return None;
+    }
+    let unset = named(all, |c| security(c, "/runAsNonRoot").and_then(Value::as_bool).is_none());
+    (!unset.is_empty()).then(|| {
+        format!(
+            "runAsNonRoot != true (pod or {} must set securityContext.runAsNonRoot=true)",
+            name_containers(&unset)
+        )
+    })
+}
+
+fn run_as_user(pod: &Value, all: &[Container<'_>]) -> Option<String> {
     let pod_root = pod.pointer("/securityContext/runAsUser").and_then(Value::as_i64) == Some(0);
-    let root: Vec<&str> = all
-        .iter()
-        .filter(|c| security(c, "/runAsUser").and_then(Value::as_i64) == Some(0))
-        .map(|c| c.name)
-        .collect();
-    if pod_root || !root.is_empty() {
-        let mut setters = Vec::new();
-        if pod_root {
-            setters.push("pod".to_string());
-        }
-        if !root.is_empty() {
-            setters.push(name_containers(&root));
-        }
-        out.push(format!(
-            "runAsUser=0 ({} must not set runAsUser=0)",
-            setters.join(" and ")
-        ));
-    }
+    let root = named(all, |c| security(c, "/runAsUser").and_then(Value::as_i64) == Some(0));
+    (pod_root || !root.is_empty())
+        .then(|| format!("runAsUser=0 ({} must not set runAsUser=0)", setters(pod_root, &root)))
+}
+
+fn seccomp_profile(pod: &Value, all: &[Container<'_>]) -> Option<String> {
     let valid = |profile: Option<&Value>| {
         profile
             .and_then(|p| p.get("type"))
@@ -283,32 +305,22 @@ pub fn restricted_violations(pod: &Value, _metadata: &Value) -> Vec<String> {
             .is_some_and(|t| t == "RuntimeDefault" || t == "Localhost")
     };
     let pod_profile = pod.pointer("/securityContext/seccompProfile");
-    let mut seccomp = Vec::new();
+    let mut details = Vec::new();
     if let Some(kind) = pod_profile.and_then(|p| p.get("type")).and_then(Value::as_str)
         && !valid(pod_profile)
     {
-        seccomp.push(format!(
+        details.push(format!(
             "pod must not set securityContext.seccompProfile.type to {kind:?}"
         ));
     }
-    let missing: Vec<&str> = all
-        .iter()
-        .filter(|c| {
-            let own = security(c, "/seccompProfile");
-            own.is_none() && !valid(pod_profile)
-        })
-        .map(|c| c.name)
-        .collect();
+    let missing = named(all, |c| security(c, "/seccompProfile").is_none() && !valid(pod_profile));
     if !missing.is_empty() {
-        seccomp.push(format!(
+        details.push(format!(
             "pod or {} must set securityContext.seccompProfile.type to \"RuntimeDefault\" or \"Localhost\"",
             name_containers(&missing)
         ));
     }
-    if !seccomp.is_empty() {
-        out.push(format!("seccompProfile ({})", seccomp.join("; ")));
-    }
-    out
+    (!details.is_empty()).then(|| format!("seccompProfile ({})", details.join("; ")))
 }
 
 #[cfg(test)]

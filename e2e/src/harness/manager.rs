@@ -78,6 +78,28 @@ pub struct ManagerOptions {
     pub expected_forbidden: Vec<String>,
 }
 
+impl ManagerOptions {
+    /// Runs only `controllers` (their `--controllers` names; the first names the RBAC overlay,
+    /// `manifests/overlays/<first>`), or, with `watched`, as the namespaced install (`overlays/namespaced`)
+    /// watching that namespace; `args` follow.
+    pub fn controllers(controllers: &[&str], watched: Option<&str>, args: Vec<String>) -> Self {
+        let mut all = vec![format!("--controllers={}", controllers.join(","))];
+        let overlay = match watched {
+            Some(namespace) => {
+                all.push(format!("--watch-namespace={namespace}"));
+                "overlays/namespaced".to_string()
+            }
+            None => format!("overlays/{}", controllers.first().copied().unwrap_or("default")),
+        };
+        all.extend(args);
+        ManagerOptions {
+            args: all,
+            identity: Identity::overlay(&overlay),
+            ..ManagerOptions::default()
+        }
+    }
+}
+
 /// A running `manager`.
 pub struct ManagerProcess {
     child: Option<Child>,

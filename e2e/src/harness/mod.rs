@@ -1,14 +1,18 @@
 //! Building blocks of the end-to-end tests: a control plane to test against, the real `manager` binary as a
-//! child process, kubectl as a user would run it, and waiting on conditions with deadlines.
+//! child process, kubectl as a user would run it, waiting on conditions with deadlines, and reading what the
+//! manager reports (its metrics, events, and the conditions of the objects it reconciles).
 //!
 //! By default a test gets an in-process API emulator of its own. Set `E2E_KUBECONFIG` to a kubeconfig to run the
 //! same tests against a real cluster instead (tests that need the emulator's request counters or fault
 //! injection then fail with a message saying so).
 
 pub mod cluster;
+pub mod conditions;
+pub mod events;
 pub mod install;
 pub mod kubectl;
 pub mod manager;
+pub mod metrics;
 pub mod wait;
 
 pub use cluster::TestCluster;

@@ -179,3 +179,78 @@ async fn the_manager_image_runs_as_the_service_account_until_the_nebariapp_sampl
     assert!(namespaces.get_opt(OPERATOR_NAMESPACE).await.expect("get").is_some());
     surroundings.stop().await;
 }
+
+/// `kubectl explain` of every kind shows what the kind is, lists `apiVersion`, `kind` and `metadata` like a
+/// built-in kind, and wraps descriptions at the terminal's width rather than the source's: inside a paragraph no
+/// line ends early.
+#[tokio::test]
+async fn every_kind_reads_well_in_kubectl_explain() {
+    let cluster = TestCluster::start().await;
+    let crds = crds::all();
+    cluster.install_crds(&crds).await;
+    for crd in &crds {
+        let kind = crd.spec.names.singular.clone().unwrap_or_default();
+        let (ok, out, err) = kubectl(&cluster, &["explain", &kind], None).await;
+        assert!(ok, "explain {kind}: {err}");
+        assert!(!out.contains("Auto-generated"), "{out}");
+        let fields = section(&out, "FIELDS:");
+        for field in ["apiVersion", "kind", "metadata", "spec", "status"] {
+            assert!(
+                fields
+                    .lines()
+                    .any(|l| l.trim_start().starts_with(&format!("{field}\t"))),
+                "{kind} lists {field}:\n{out}"
+            );
+        }
+        assert_no_early_breaks(&kind, &section(&out, "DESCRIPTION:"));
+        let (ok, spec, err) = kubectl(&cluster, &["explain", &format!("{kind}.spec")], None).await;
+        assert!(ok, "explain {kind}.spec: {err}");
+        for (field, block) in field_blocks(&section(&spec, "FIELDS:")) {
+            assert_no_early_breaks(&format!("{kind}.spec.{field}"), &block);
+        }
+    }
+}
+
+/// The lines of `output` after the `heading` line, up to the next heading.
+fn section(output: &str, heading: &str) -> String {
+    output
+        .lines()
+        .skip_while(|l| l.trim() != heading)
+        .skip(1)
+        .take_while(|l| !l.ends_with(':') || l.starts_with(' '))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The description of each field in a FIELDS section (field line, then its indented description).
+fn field_blocks(fields: &str) -> Vec<(String, String)> {
+    let mut blocks: Vec<(String, String)> = Vec::new();
+    for line in fields.lines() {
+        let indent = line.len() - line.trim_start().len();
+        if indent <= 2 && !line.trim().is_empty() {
+            let name = line.split_whitespace().next().unwrap_or_default().to_string();
+            blocks.push((name, String::new()));
+        } else if let Some((_, block)) = blocks.last_mut() {
+            block.push_str(line);
+            block.push('\n');
+        }
+    }
+    blocks
+}
+
+/// kubectl wraps a paragraph at about 80 columns, so only its last line may be short: a short line followed by
+/// more text of the same paragraph is a line break that came from the source.
+fn assert_no_early_breaks(what: &str, text: &str) {
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    for pair in lines.windows(2) {
+        let (line, next) = (pair[0], pair[1]);
+        let list_item = next.starts_with("- ") || next.starts_with("* ");
+        if line.is_empty() || next.is_empty() || list_item {
+            continue;
+        }
+        assert!(
+            line.len() >= 45,
+            "{what}: the line {line:?} ends early although its paragraph goes on ({next:?}):\n{text}"
+        );
+    }
+}

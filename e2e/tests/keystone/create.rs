@@ -4,14 +4,14 @@
 
 use std::collections::BTreeSet;
 
-use e2e::harness::{Deadline, Identity, ManagerOptions, ManagerProcess, TestCluster, wait_until};
+use e2e::harness::{Deadline, ManagerOptions, ManagerProcess, TestCluster, wait_until};
 use e2e::keystone::sample::{self, prepare_for_sample};
 use e2e::keystone::shared;
 use jiff::{SignedDuration, Timestamp};
 use kube::Api;
 use serde_json::Value;
 
-use crate::support::{CREDENTIAL, Setup, World, reconcile_count};
+use crate::support::{CREDENTIAL, Setup, World};
 
 const ACCESS_RULES: &str = "  accessRules:\n    - service: compute\n      path: /servers\n      method: GET\n    - service: image\n      path: /images\n      method: GET\n";
 
@@ -193,7 +193,7 @@ async fn a_reconcile_with_nothing_to_do_makes_no_keystone_call_and_no_api_write(
         "the KeystoneAPI change to trigger a reconcile",
         Deadline::secs(20),
         || async move {
-            let finished = reconcile_count(&manager.metrics().await) - reconciles_before;
+            let finished = manager.reconciles("keystoneapplicationcredential").await - reconciles_before;
             Ok((finished >= 1).then_some(finished))
         },
     )
@@ -238,15 +238,8 @@ async fn the_seed_sample_becomes_ready_in_an_environment_prepared_like_the_sandb
     prepare_for_sample(keystone, &cluster.client())
         .await
         .expect("prepare Keystone and the cluster for the sample");
-    let _manager = ManagerProcess::start(
-        &cluster,
-        ManagerOptions {
-            args: vec!["--controllers=keystoneapplicationcredential".into()],
-            identity: Identity::overlay("overlays/keystoneapplicationcredential"),
-            ..ManagerOptions::default()
-        },
-    )
-    .await;
+    let options = ManagerOptions::controllers(&["keystoneapplicationcredential"], None, Vec::new());
+    let _manager = ManagerProcess::start(&cluster, options).await;
     let sample = e2e::keystone::install::repo_root()
         .join("manifests/samples/keystone_v1beta1_keystoneapplicationcredential.yaml");
     let path = sample.to_string_lossy().to_string();

@@ -3,7 +3,7 @@
 //! at a breakable proxy in front of it), and the real `manager` running the controller.
 
 use crds::keystone::KeystoneApplicationCredential;
-use e2e::harness::{Deadline, Identity, ManagerOptions, ManagerProcess, TestCluster, wait_until};
+use e2e::harness::{Deadline, ManagerOptions, ManagerProcess, TestCluster, conditions, metrics, wait_until};
 use e2e::keystone::sample::{install_keystone_api_crd, publish_keystone_api, write_password_secret};
 use e2e::keystone::{KeystoneAdmin, KeystoneProxy, KeystoneServer, ServiceAccount, shared};
 use k8s_openapi::api::core::v1::Secret;
@@ -13,6 +13,8 @@ use serde_json::Value;
 
 /// The credential every test creates (its service is `barbican`, so its Secrets are `ac-barbican-*-secret`).
 pub const CREDENTIAL: &str = "ac-barbican";
+/// The controller name in metrics.
+const CONTROLLER: &str = "keystoneapplicationcredential";
 /// Name of the password Secret.
 pub const PASSWORD_SECRET: &str = "osp-secret";
 /// Key of the password in it.
@@ -146,25 +148,9 @@ impl World {
 
     /// Starts the manager running only this controller.
     pub async fn start_manager(&mut self, extra: Vec<String>) {
-        let mut args = vec!["--controllers=keystoneapplicationcredential".to_string()];
-        args.extend(extra);
-        let overlay = if self.namespaced {
-            args.push(format!("--watch-namespace={NAMESPACED_INSTALL_NAMESPACE}"));
-            "overlays/namespaced"
-        } else {
-            "overlays/keystoneapplicationcredential"
-        };
-        self.manager = Some(
-            ManagerProcess::start(
-                &self.cluster,
-                ManagerOptions {
-                    args,
-                    identity: Identity::overlay(overlay),
-                    ..ManagerOptions::default()
-                },
-            )
-            .await,
-        );
+        let watched = self.namespaced.then_some(NAMESPACED_INSTALL_NAMESPACE);
+        let options = ManagerOptions::controllers(&[CONTROLLER], watched, extra);
+        self.manager = Some(ManagerProcess::start(&self.cluster, options).await);
     }
 
     /// The running manager.
@@ -291,12 +277,11 @@ impl World {
                 let api = api.clone();
                 async move {
                     let ac = api.get(CREDENTIAL).await.map_err(|e| e.to_string())?;
-                    let conditions = ac.status.map(|s| s.conditions).unwrap_or_default();
-                    match conditions.iter().find(|c| c.type_ == type_) {
+                    match conditions::get(&ac, type_) {
                         Some(c) if c.status == status && c.reason == reason && message(&c.message) => {
-                            Ok(Some(c.message.clone()))
+                            Ok(Some(c.message))
                         }
-                        _ => Err(format!("{conditions:?}")),
+                        other => Err(format!("{other:?}")),
                     }
                 }
             },
@@ -362,12 +347,12 @@ impl World {
     /// Keystone requests the manager made so far (from `external_api_requests_total{api="keystone"}`).
     pub async fn keystone_requests(&mut self) -> u64 {
         let metrics = self.manager().metrics().await;
-        sum_metric(&metrics, "external_api_requests_total", &[("api", "keystone")])
+        metrics::sum(&metrics, "external_api_requests_total", &[("api", "keystone")])
     }
 
     /// Reconciles the manager finished so far.
     pub async fn reconciles(&mut self) -> u64 {
-        reconcile_count(&self.manager().metrics().await)
+        self.manager().reconciles(CONTROLLER).await
     }
 }
 
@@ -375,11 +360,11 @@ impl World {
     /// Asserts the controller waits for a watch rather than polling: once a reconcile has finished, none ended
     /// in an error (retried with backoff) or asked to be requeued.
     pub async fn assert_waiting_for_a_watch(&mut self) {
-        let controller = ("controller", "keystoneapplicationcredential");
+        let controller = ("controller", CONTROLLER);
         let manager: &ManagerProcess = self.manager();
         let metrics = wait_until("a reconcile to finish", Deadline::secs(10), || async move {
             let metrics = manager.metrics().await;
-            let succeeded = sum_metric(
+            let succeeded = metrics::sum(
                 &metrics,
                 "controller_runtime_reconcile_total",
                 &[controller, ("result", "success")],
@@ -388,7 +373,7 @@ impl World {
         })
         .await;
         for result in ["error", "requeue", "requeue_after"] {
-            let count = sum_metric(
+            let count = metrics::sum(
                 &metrics,
                 "controller_runtime_reconcile_total",
                 &[controller, ("result", result)],
@@ -399,24 +384,4 @@ impl World {
             );
         }
     }
-}
-
-/// Reconciles of the credential controller finished so far, read from a `/metrics` exposition.
-pub fn reconcile_count(metrics: &str) -> u64 {
-    sum_metric(
-        metrics,
-        "controller_runtime_reconcile_total",
-        &[("controller", "keystoneapplicationcredential")],
-    )
-}
-
-/// Sums the samples of `name` whose labels include `labels`.
-pub fn sum_metric(exposition: &str, name: &str, labels: &[(&str, &str)]) -> u64 {
-    exposition
-        .lines()
-        .filter(|line| line.starts_with(&format!("{name}{{")) || line.starts_with(&format!("{name} ")))
-        .filter(|line| labels.iter().all(|(k, v)| line.contains(&format!("{k}=\"{v}\""))))
-        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
-        .map(|value| value as u64)
-        .sum()
 }

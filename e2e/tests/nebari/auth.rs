@@ -440,7 +440,7 @@ async fn a_client_secret_ref_secret_is_noticed_through_a_metadata_only_watch_wit
         .await;
     let idle = world.wait_idle().await;
     let metrics = world.manager().metrics().await;
-    let polled = crate::support::sum_metric(
+    let polled = e2e::harness::metrics::sum(
         &metrics,
         "controller_runtime_reconcile_total",
         &[("controller", "nebariapp"), ("result", "requeue_after")],

@@ -9,7 +9,8 @@ use k8s_openapi::api::core::v1::Service;
 use kube::api::{Patch, PatchParams};
 use serde_json::json;
 
-use crate::support::{SERVICE, SERVICE_PORT, Setup, World, sum_metric};
+use crate::support::{SERVICE, SERVICE_PORT, Setup, World};
+use e2e::harness::metrics::sum as sum_metric;
 
 /// How soon a watched change must take effect (the original polled every five minutes).
 const PROMPTLY: Duration = Duration::from_secs(5);

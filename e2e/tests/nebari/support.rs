@@ -3,13 +3,11 @@
 //! emulator with the `nebari` realm and the admin credentials Secret, and the real `manager` running only the
 //! NebariApp controller. The test plays cert-manager and Envoy Gateway through `e2e::fixtures::standins`.
 
-use std::cell::Cell;
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use crds::nebari::NebariApp;
 use e2e::fixtures::{standins, third_party_crds};
-use e2e::harness::{Deadline, Identity, ManagerOptions, ManagerProcess, TestCluster, wait_until};
+use e2e::harness::{Deadline, ManagerOptions, ManagerProcess, TestCluster, conditions, events, wait_until};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{Namespace, Secret, Service, ServicePort, ServiceSpec};
 use k8s_openapi::api::events::v1::Event;
@@ -46,7 +44,7 @@ pub const SERVICE: &str = "web";
 /// See [`SERVICE`].
 pub const SERVICE_PORT: i32 = 8080;
 /// The controller name in metrics.
-const CONTROLLER: (&str, &str) = ("controller", "nebariapp");
+const CONTROLLER: &str = "nebariapp";
 
 /// What to set up besides the cluster, the Gateways and Keycloak.
 pub struct Setup {
@@ -197,10 +195,9 @@ impl World {
         world
     }
 
-    /// The manager's arguments for this world.
-    pub fn manager_args(&self, cluster_issuer: bool) -> Vec<String> {
+    /// Starts the manager running only the NebariApp controller.
+    pub async fn start_manager(&mut self, cluster_issuer: bool) {
         let mut args = vec![
-            "--controllers=nebariapp".to_string(),
             format!("--keycloak-url={}", self.keycloak.url()),
             format!("--keycloak-realm={REALM}"),
             format!("--keycloak-admin-secret-name={ADMIN_SECRET}"),
@@ -212,30 +209,9 @@ impl World {
         if cluster_issuer {
             args.push(format!("--nebari-cluster-issuer={CLUSTER_ISSUER}"));
         }
-        if self.namespaced {
-            args.push(format!("--watch-namespace={NAMESPACED_INSTALL_NAMESPACE}"));
-        }
-        args
-    }
-
-    /// Starts the manager running only the NebariApp controller.
-    pub async fn start_manager(&mut self, cluster_issuer: bool) {
-        let args = self.manager_args(cluster_issuer);
-        self.manager = Some(
-            ManagerProcess::start(
-                &self.cluster,
-                ManagerOptions {
-                    args,
-                    identity: Identity::overlay(if self.namespaced {
-                        "overlays/namespaced"
-                    } else {
-                        "overlays/nebariapp"
-                    }),
-                    ..ManagerOptions::default()
-                },
-            )
-            .await,
-        );
+        let watched = self.namespaced.then_some(NAMESPACED_INSTALL_NAMESPACE);
+        let options = ManagerOptions::controllers(&[CONTROLLER], watched, args);
+        self.manager = Some(ManagerProcess::start(&self.cluster, options).await);
     }
 
     /// The running manager.
@@ -396,31 +372,12 @@ impl World {
 
     /// Waits until the app is Ready for its current generation; returns it.
     pub async fn wait_ready(&self, name: &str) -> NebariApp {
-        let api = self.apps();
-        wait_until(&format!("NebariApp {name} Ready"), Deadline::secs(30), || {
-            let api = api.clone();
-            async move {
-                let app = api.get(name).await.map_err(|e| e.to_string())?;
-                let status = app.status.clone().unwrap_or_default();
-                let ready = status
-                    .conditions
-                    .iter()
-                    .any(|c| c.type_ == "Ready" && c.status == "True");
-                let current =
-                    status.observed_generation.is_some() && status.observed_generation == app.metadata.generation;
-                if ready && current {
-                    Ok(Some(app))
-                } else {
-                    Err(format!("{:?}", status.conditions))
-                }
-            }
-        })
-        .await
+        conditions::wait_ready(&self.apps(), name).await
     }
 
     /// Waits until condition `type_` of the app has `status` and `reason`; returns its message.
     pub async fn wait_condition(&self, name: &str, type_: &str, status: &str, reason: &str) -> String {
-        self.wait_condition_containing(name, type_, status, reason, "").await
+        conditions::wait_for(&self.apps(), name, type_, status, reason, "").await
     }
 
     /// Waits until condition `type_` of the app has `status`, `reason` and a message containing `needle`;
@@ -433,22 +390,7 @@ impl World {
         reason: &str,
         needle: &str,
     ) -> String {
-        let api = self.apps();
-        let what = format!("NebariApp {name} condition {type_}={status} ({reason}) mentioning {needle:?}");
-        wait_until(&what, Deadline::secs(30), || {
-            let api = api.clone();
-            async move {
-                let app = api.get(name).await.map_err(|e| e.to_string())?;
-                let conditions = app.status.map(|s| s.conditions).unwrap_or_default();
-                match conditions.iter().find(|c| c.type_ == type_) {
-                    Some(c) if c.status == status && c.reason == reason && c.message.contains(needle) => {
-                        Ok(Some(c.message.clone()))
-                    }
-                    _ => Err(format!("{conditions:?}")),
-                }
-            }
-        })
-        .await
+        conditions::wait_for(&self.apps(), name, type_, status, reason, needle).await
     }
 
     /// A namespaced object of `resource` as JSON, if it exists.
@@ -583,36 +525,12 @@ impl World {
 
     /// The events about the app `name`, oldest first.
     pub async fn events(&self, name: &str) -> Vec<Event> {
-        let api: Api<Event> = Api::namespaced(self.cluster.client(), &self.namespace);
-        let mut events: Vec<Event> = api
-            .list(&Default::default())
-            .await
-            .expect("list events")
-            .items
-            .into_iter()
-            .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
-            .collect();
-        events.sort_by_key(|e| e.metadata.creation_timestamp.clone().map(|t| t.0));
-        events
+        events::about(&self.cluster.client(), &self.namespace, name).await
     }
 
     /// Waits for an event with `reason` about the app; returns its note.
     pub async fn wait_event(&self, name: &str, reason: &str) -> String {
-        wait_until(
-            &format!("event {reason} about {name}"),
-            Deadline::secs(30),
-            || async move {
-                let events = self.events(name).await;
-                match events.iter().find(|e| e.reason.as_deref() == Some(reason)) {
-                    Some(e) => Ok(Some(e.note.clone().unwrap_or_default())),
-                    None => Err(format!(
-                        "{:?}",
-                        events.iter().map(|e| e.reason.clone()).collect::<Vec<_>>()
-                    )),
-                }
-            },
-        )
-        .await
+        events::wait_for(&self.cluster.client(), &self.namespace, name, reason).await
     }
 
     /// The full Keycloak representation of a client of the realm.
@@ -661,47 +579,14 @@ impl World {
             .collect()
     }
 
-    /// Reconciles the controller finished (or started and is running) so far, and workers busy now.
-    async fn reconcile_counts(&self) -> (u64, u64) {
-        let metrics = self.manager().metrics().await;
-        (
-            sum_metric(&metrics, "controller_runtime_reconcile_total", &[CONTROLLER]),
-            sum_metric(&metrics, "controller_runtime_active_workers", &[CONTROLLER]),
-        )
-    }
-
     /// Reconciles finished so far.
     pub async fn reconciles(&self) -> u64 {
-        self.reconcile_counts().await.0
+        self.manager().reconciles(CONTROLLER).await
     }
 
-    /// Waits until the controller is idle: no worker busy and the reconcile count unchanged for five polls in a
-    /// row (half a second); returns the reconcile count.
+    /// Waits until the controller is idle; returns the reconcile count.
     pub async fn wait_idle(&self) -> u64 {
-        let last = Cell::new((u64::MAX, u64::MAX));
-        let calm = Cell::new(0u32);
-        let deadline = Deadline {
-            timeout: Duration::from_secs(30),
-            poll: Duration::from_millis(100),
-        };
-        wait_until("the controller to be idle", deadline, || {
-            let (last, calm) = (&last, &calm);
-            async move {
-                let counts = self.reconcile_counts().await;
-                calm.set(if counts == last.get() && counts.1 == 0 {
-                    calm.get() + 1
-                } else {
-                    0
-                });
-                last.set(counts);
-                if calm.get() >= 5 {
-                    Ok(Some(counts.0))
-                } else {
-                    Err(format!("{} reconciles, {} busy workers", counts.0, counts.1))
-                }
-            }
-        })
-        .await
+        self.manager().wait_idle(CONTROLLER).await
     }
 
     /// Triggers a reconcile of the app that should change nothing (an annotation on its backend Service) and
@@ -767,23 +652,7 @@ pub fn listener_owners(gateway: &Value, name: &str) -> Vec<String> {
 
 /// The condition `type_` of an app: (status, reason, message).
 pub fn condition(app: &NebariApp, type_: &str) -> Option<(String, String, String)> {
-    app.status
-        .as_ref()?
-        .conditions
-        .iter()
-        .find(|c| c.type_ == type_)
-        .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
-}
-
-/// Sums the samples of `name` whose labels include `labels`.
-pub fn sum_metric(exposition: &str, name: &str, labels: &[(&str, &str)]) -> u64 {
-    exposition
-        .lines()
-        .filter(|line| line.starts_with(&format!("{name}{{")) || line.starts_with(&format!("{name} ")))
-        .filter(|line| labels.iter().all(|(k, v)| line.contains(&format!("{k}=\"{v}\""))))
-        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
-        .map(|value| value as u64)
-        .sum()
+    conditions::get(app, type_).map(|c| (c.status, c.reason, c.message))
 }
 
 /// What changed between two [`World::write_breakdown`]s.

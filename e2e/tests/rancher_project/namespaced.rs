@@ -1,7 +1,7 @@
 //! The namespaced install (`manifests/overlays/namespaced`): with Roles only (in the watched namespace and
 //! beside its credential Secrets) the controllers make the plugin-shaped sample Ready and the inventory counts it.
 
-use e2e::harness::{Deadline, Identity, ManagerOptions, ManagerProcess, OPERATOR_NAMESPACE, TestCluster, wait_until};
+use e2e::harness::{Deadline, ManagerOptions, ManagerProcess, OPERATOR_NAMESPACE, TestCluster, wait_until};
 use kube::api::Api;
 use kube::core::DynamicObject;
 use sandbox::surroundings::rancher::{ProjectSandboxOptions, sandbox_prepare};
@@ -38,21 +38,11 @@ async fn a_namespaced_install_makes_the_sample_ready_and_counts_it_holding_only_
     )
     .await
     .expect("prepare Rancher and Keycloak");
-    let mut args = vec![
-        "--controllers=managedrancherproject,rancherprojectinventory".to_string(),
-        "--rancher-resync-interval-seconds=2".to_string(),
-        format!("--watch-namespace={WATCHED}"),
-    ];
+    let mut args = vec!["--rancher-resync-interval-seconds=2".to_string()];
     args.extend(env.manager_args());
-    let _manager = ManagerProcess::start(
-        &cluster,
-        ManagerOptions {
-            args,
-            identity: Identity::overlay("overlays/namespaced"),
-            ..ManagerOptions::default()
-        },
-    )
-    .await;
+    let controllers = ["managedrancherproject", "rancherprojectinventory"];
+    let options = ManagerOptions::controllers(&controllers, Some(WATCHED), args);
+    let _manager = ManagerProcess::start(&cluster, options).await;
     let samples = e2e::harness::install::repository_root().join("manifests/samples");
     for file in [
         "waldur_v1alpha1_managedrancherproject.yaml",

@@ -2,7 +2,7 @@
 //! (what the sandbox runs): the plugin-shaped sample becomes Ready with carol pending, the original operator's
 //! 0.0.3 example becomes Ready as it is, and the inventory reports its cluster.
 
-use e2e::harness::{Deadline, Identity, ManagerOptions, ManagerProcess, TestCluster, wait_until};
+use e2e::harness::{Deadline, ManagerOptions, ManagerProcess, TestCluster, wait_until};
 use kube::api::Api;
 use kube::core::DynamicObject;
 use sandbox::surroundings::rancher::{ProjectSandboxOptions, sandbox_prepare};
@@ -25,20 +25,10 @@ async fn the_samples_reconcile_in_the_sandbox_surroundings() {
     let env = sandbox_prepare(&cluster.client(), ProjectSandboxOptions::default())
         .await
         .expect("prepare the sandbox surroundings");
-    let mut args = vec![
-        "--controllers=managedrancherproject,rancherprojectinventory".to_string(),
-        "--rancher-resync-interval-seconds=2".to_string(),
-    ];
+    let mut args = vec!["--rancher-resync-interval-seconds=2".to_string()];
     args.extend(env.manager_args());
-    let _manager = ManagerProcess::start(
-        &cluster,
-        ManagerOptions {
-            args,
-            identity: Identity::overlay("overlays/managedrancherproject"),
-            ..ManagerOptions::default()
-        },
-    )
-    .await;
+    let options = ManagerOptions::controllers(&["managedrancherproject", "rancherprojectinventory"], None, args);
+    let _manager = ManagerProcess::start(&cluster, options).await;
     let samples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../manifests/samples");
     for file in [
         "waldur_v1alpha1_managedrancherproject.yaml",

@@ -5,8 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use e2e::harness::{Deadline, Identity, ManagerOptions, ManagerProcess, TestCluster, wait_until};
-use k8s_openapi::api::events::v1::Event;
+use e2e::harness::{Deadline, ManagerOptions, ManagerProcess, TestCluster, conditions, events, wait_until};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::core::{DynamicObject, GroupVersionKind};
 use kube::discovery::ApiResource;
@@ -25,6 +24,8 @@ pub const REALM: &str = "waldur";
 pub const NAMESPACE: &str = "waldur-system";
 /// Seconds between drift checks in the tests.
 pub const RESYNC_SECONDS: u64 = 2;
+/// The controller name in metrics.
+const CONTROLLER: &str = "managedrancherproject";
 
 /// What to set up besides the cluster and the emulators.
 pub struct Setup {
@@ -150,11 +151,9 @@ pub fn pending(object: &Value, group: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Whether an object is Ready for its current generation.
+/// Whether an object is Ready for its current generation, in phase `Ready`.
 pub fn is_ready(object: &Value) -> bool {
-    object["status"]["phase"] == "Ready"
-        && object["status"]["observedGeneration"] == object["metadata"]["generation"]
-        && condition(object, "Ready").is_some_and(|c| c["status"] == "True")
+    object["status"]["phase"] == "Ready" && conditions::is_ready(object)
 }
 
 impl World {
@@ -185,33 +184,17 @@ impl World {
         world
     }
 
-    /// The manager's arguments.
-    pub fn manager_args(&self, extra: Vec<String>) -> Vec<String> {
+    /// Starts the manager running the ManagedRancherProject and RancherProjectInventory controllers.
+    pub async fn start_manager(&mut self, extra: Vec<String>) {
         let mut args = vec![
-            "--controllers=managedrancherproject,rancherprojectinventory".to_string(),
             format!("--rancher-resync-interval-seconds={RESYNC_SECONDS}"),
             "--rancher-timeout-seconds=5".to_string(),
             "--rancher-keycloak-timeout-seconds=5".to_string(),
         ];
         args.extend(self.env.manager_args());
         args.extend(extra);
-        args
-    }
-
-    /// Starts the manager.
-    pub async fn start_manager(&mut self, extra: Vec<String>) {
-        let args = self.manager_args(extra);
-        self.manager = Some(
-            ManagerProcess::start(
-                &self.cluster,
-                ManagerOptions {
-                    args,
-                    identity: Identity::overlay("overlays/managedrancherproject"),
-                    ..ManagerOptions::default()
-                },
-            )
-            .await,
-        );
+        let options = ManagerOptions::controllers(&[CONTROLLER, "rancherprojectinventory"], None, args);
+        self.manager = Some(ManagerProcess::start(&self.cluster, options).await);
     }
 
     /// The running manager.
@@ -312,35 +295,9 @@ impl World {
         .await
     }
 
-    /// Events about an object.
-    pub async fn events(&self, name: &str) -> Vec<Event> {
-        let api: Api<Event> = Api::namespaced(self.cluster.client(), NAMESPACE);
-        api.list(&Default::default())
-            .await
-            .expect("list events")
-            .items
-            .into_iter()
-            .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
-            .collect()
-    }
-
     /// Waits for an event with `reason` about the object; returns its note.
     pub async fn wait_event(&self, name: &str, reason: &str) -> String {
-        wait_until(
-            &format!("event {reason} about {name}"),
-            Deadline::secs(30),
-            || async move {
-                let events = self.events(name).await;
-                match events.iter().find(|e| e.reason.as_deref() == Some(reason)) {
-                    Some(e) => Ok(Some(e.note.clone().unwrap_or_default())),
-                    None => Err(format!(
-                        "{:?}",
-                        events.iter().map(|e| e.reason.clone()).collect::<Vec<_>>()
-                    )),
-                }
-            },
-        )
-        .await
+        events::wait_for(&self.cluster.client(), NAMESPACE, name, reason).await
     }
 
     // --- Rancher ---
@@ -493,30 +450,14 @@ impl World {
         self.env.keycloak.hooks().reset_counters();
     }
 
-    /// Reconciles the ManagedRancherProject controller has finished (from the manager's metrics).
+    /// Reconciles of ManagedRancherProjects finished so far.
     pub async fn reconciles(&self) -> u64 {
-        let metrics = self.manager().metrics().await;
-        metrics
-            .lines()
-            .filter(|l| {
-                l.starts_with("controller_runtime_reconcile_total{")
-                    && l.contains("controller=\"managedrancherproject\"")
-            })
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum::<f64>() as u64
+        self.manager().reconciles(CONTROLLER).await
     }
 
     /// Waits until the controller has finished `n` more reconciles than `since`.
     pub async fn wait_reconciles(&self, since: u64, n: u64) -> u64 {
-        wait_until(&format!("{n} more reconciles"), Deadline::secs(30), || async move {
-            let now = self.reconciles().await;
-            if now >= since + n {
-                Ok(Some(now))
-            } else {
-                Err(format!("{now} so far"))
-            }
-        })
-        .await
+        self.manager().wait_reconciles(CONTROLLER, since, n).await
     }
 }
 
