@@ -28,6 +28,7 @@ pub mod security_policy;
 pub mod settings;
 pub mod status;
 pub mod tls;
+pub mod tls_plan;
 
 use std::sync::Arc;
 

@@ -27,7 +27,7 @@ use super::NebariAppController;
 use super::error::NebariAppError;
 use super::naming::AppNames;
 use super::status::{self, StatusBuilder};
-use super::tls::TlsPlan;
+use super::tls_plan::TlsPlan;
 
 /// Reconciles one NebariApp.
 pub async fn reconcile(

@@ -14,70 +14,13 @@ use super::error::NebariAppError;
 use super::listener::{ListenerOutcome, ListenerWriter};
 use super::naming::AppNames;
 use super::reconcile::Pass;
-use super::settings::NebariAppSettings;
 use super::status::TLS_READY;
+use super::tls_plan::TlsPlan;
 
 /// Labels that map a Certificate in the gateway namespace back to its NebariApp.
 pub const APP_NAME_LABEL: &str = "nebari.dev/nebariapp-name";
 /// See [`APP_NAME_LABEL`].
 pub const APP_NAMESPACE_LABEL: &str = "nebari.dev/nebariapp-namespace";
-
-/// How an app's traffic is secured, decided from its spec and the manager's settings.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum TlsPlan {
-    /// No operator routing, or `routing.tls.enabled: false`: routes use the shared HTTP listener.
-    Disabled,
-    /// No issuer configured and no Secret given: routes use the Gateway's shared HTTPS listener.
-    SharedListener,
-    /// A Certificate from the ClusterIssuer and a per-app listener using its Secret.
-    Issued {
-        /// The ClusterIssuer.
-        issuer: String,
-    },
-    /// A per-app listener using a Secret the user put in the gateway namespace.
-    UserSecret {
-        /// The Secret's name.
-        secret: String,
-    },
-}
-
-impl TlsPlan {
-    /// Decides the plan for `app`.
-    pub fn for_app(app: &NebariApp, settings: &NebariAppSettings) -> Self {
-        let Some(routing) = app.spec.routing.as_ref() else {
-            return TlsPlan::Disabled;
-        };
-        match routing.tls.as_ref() {
-            Some(tls) if !tls.enabled => TlsPlan::Disabled,
-            Some(tls) if tls.secret_name.is_some() => TlsPlan::UserSecret {
-                secret: tls.secret_name.clone().unwrap_or_default(),
-            },
-            _ if settings.cluster_issuer.is_empty() => TlsPlan::SharedListener,
-            _ => TlsPlan::Issued {
-                issuer: settings.cluster_issuer.clone(),
-            },
-        }
-    }
-
-    /// Whether the app gets a listener of its own.
-    pub fn has_own_listener(&self) -> bool {
-        matches!(self, TlsPlan::Issued { .. } | TlsPlan::UserSecret { .. })
-    }
-
-    /// Whether traffic is encrypted.
-    pub fn is_tls(&self) -> bool {
-        !matches!(self, TlsPlan::Disabled)
-    }
-
-    /// The Secret the per-app listener serves, if any.
-    pub fn listener_secret(&self, names: &AppNames) -> Option<String> {
-        match self {
-            TlsPlan::Issued { .. } => Some(names.tls_secret()),
-            TlsPlan::UserSecret { secret } => Some(secret.clone()),
-            _ => None,
-        }
-    }
-}
 
 /// The Certificate `<app>-<ns>-cert` in the gateway namespace, for the app's hostname.
 pub fn certificate(app: &NebariApp, names: &AppNames, issuer: &str, gateway_namespace: &str) -> Certificate {
@@ -252,15 +195,9 @@ pub fn user_secret_condition(secret: Option<&Secret>, namespace: &str, name: &st
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crds::nebari::{NebariAppSpec, RoutingConfig, RoutingTlsConfig, ServiceReference};
+    use crds::nebari::{NebariAppSpec, RoutingConfig, ServiceReference};
     use k8s_openapi::ByteString;
     use serde_json::json;
-
-    fn settings(issuer: &str) -> NebariAppSettings {
-        let mut s = NebariAppSettings::example();
-        s.cluster_issuer = issuer.to_string();
-        s
-    }
 
     fn app(routing: Option<RoutingConfig>) -> NebariApp {
         let mut app = NebariApp::new(
@@ -281,40 +218,6 @@ mod tests {
         );
         app.metadata.namespace = Some("team".into());
         app
-    }
-
-    #[test]
-    fn plan_follows_routing_tls_and_issuer() {
-        assert_eq!(TlsPlan::for_app(&app(None), &settings("le")), TlsPlan::Disabled);
-        let off = RoutingConfig {
-            tls: Some(RoutingTlsConfig {
-                enabled: false,
-                secret_name: None,
-            }),
-            ..Default::default()
-        };
-        assert_eq!(TlsPlan::for_app(&app(Some(off)), &settings("le")), TlsPlan::Disabled);
-        assert_eq!(
-            TlsPlan::for_app(&app(Some(RoutingConfig::default())), &settings("")),
-            TlsPlan::SharedListener
-        );
-        assert_eq!(
-            TlsPlan::for_app(&app(Some(RoutingConfig::default())), &settings("le")),
-            TlsPlan::Issued { issuer: "le".into() }
-        );
-        let user = RoutingConfig {
-            tls: Some(RoutingTlsConfig {
-                enabled: true,
-                secret_name: Some("my-cert".into()),
-            }),
-            ..Default::default()
-        };
-        assert_eq!(
-            TlsPlan::for_app(&app(Some(user)), &settings("le")),
-            TlsPlan::UserSecret {
-                secret: "my-cert".into()
-            }
-        );
     }
 
     #[test]

@@ -8,163 +8,11 @@
 
 use std::collections::BTreeMap;
 
-use crds::rancher::{ManagedRancherProjectSpec, RoleBinding as SpecBinding};
-
+use super::desired::BindingKey;
 use super::error::MrpError;
-use super::members::DesiredMember;
-use super::project::rancher_missing;
 use super::reconcile::Pass;
 use super::status::RANCHER_BINDINGS_READY;
-use crate::rancher::{BindingTarget, Deletion, RancherClient, RoleBinding, Subject};
-
-/// One binding: a group and the role template it is bound with.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct BindingKey {
-    /// The Keycloak group name.
-    pub group: String,
-    /// The Rancher role template id.
-    pub role: String,
-}
-
-impl BindingKey {
-    /// A key.
-    pub fn new(group: &str, role: &str) -> Self {
-        Self {
-            group: group.to_string(),
-            role: role.to_string(),
-        }
-    }
-
-    /// The Rancher principal of the group.
-    pub fn subject(&self) -> Subject {
-        Subject::keycloak_group(&self.group)
-    }
-}
-
-/// Whether a group serves project or cluster bindings.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scope {
-    /// Bound to the project (PRTBs).
-    Project,
-    /// Bound to the whole cluster (CRTBs); may be shared by every project of the cluster.
-    Cluster,
-}
-
-/// A Keycloak group the spec needs, with the union of its members over the bindings naming it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GroupPlan {
-    /// The group name.
-    pub name: String,
-    /// The description given to a new group.
-    pub description: String,
-    /// Project or cluster.
-    pub scope: Scope,
-    /// Who should be a member.
-    pub members: Vec<DesiredMember>,
-}
-
-/// Everything the spec asks for on the access side.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Desired {
-    /// Project bindings, in spec order, deduplicated; `None` when `spec.keycloak.enabled` is false (left alone).
-    pub project: Option<Vec<BindingKey>>,
-    /// Cluster bindings; `None` when `spec.cluster` is absent or disabled (left alone).
-    pub cluster: Option<Vec<BindingKey>>,
-    /// The groups, in order of first use.
-    pub groups: Vec<GroupPlan>,
-    /// The parent group the groups live under, if any.
-    pub parent: Option<String>,
-}
-
-impl Desired {
-    /// Whether the object manages any Keycloak or binding state at all.
-    pub fn manages_access(&self) -> bool {
-        self.project.is_some() || self.cluster.is_some()
-    }
-
-    /// The group called `name`, if wanted.
-    pub fn group(&self, name: &str) -> Option<&GroupPlan> {
-        self.groups.iter().find(|g| g.name == name)
-    }
-}
-
-fn add_group(groups: &mut Vec<GroupPlan>, binding: &SpecBinding, scope: Scope) {
-    let members = binding.members.iter().map(DesiredMember::from_spec);
-    match groups.iter_mut().find(|g| g.name == binding.group_name) {
-        Some(group) => {
-            for member in members {
-                if !group.members.contains(&member) {
-                    group.members.push(member);
-                }
-            }
-        }
-        None => {
-            let mut unique: Vec<DesiredMember> = Vec::new();
-            for member in members {
-                if !unique.contains(&member) {
-                    unique.push(member);
-                }
-            }
-            let description = binding
-                .description
-                .clone()
-                .filter(|d| !d.trim().is_empty())
-                .unwrap_or_else(|| match scope {
-                    Scope::Project => "Rancher project access group".to_string(),
-                    Scope::Cluster => "Rancher cluster access group".to_string(),
-                });
-            groups.push(GroupPlan {
-                name: binding.group_name.clone(),
-                description,
-                scope,
-                members: unique,
-            });
-        }
-    }
-}
-
-fn keys(bindings: &[SpecBinding]) -> Vec<BindingKey> {
-    let mut keys: Vec<BindingKey> = Vec::new();
-    for binding in bindings {
-        let key = BindingKey::new(&binding.group_name, &binding.rancher_role);
-        if !keys.contains(&key) {
-            keys.push(key);
-        }
-    }
-    keys
-}
-
-/// What the spec asks for (pure). Entries with the same group and role are merged; a group named by several
-/// entries gets the union of their members, as in the original operator.
-pub fn desired(spec: &ManagedRancherProjectSpec) -> Desired {
-    let keycloak = spec.keycloak.clone().unwrap_or_default();
-    let cluster = spec
-        .cluster
-        .as_ref()
-        .and_then(|c| c.keycloak.as_ref())
-        .filter(|k| k.enabled);
-    let mut groups = Vec::new();
-    let project = keycloak.enabled.then(|| {
-        for binding in &keycloak.role_bindings {
-            add_group(&mut groups, binding, Scope::Project);
-        }
-        keys(&keycloak.role_bindings)
-    });
-    let cluster = cluster.map(|cluster| {
-        for binding in &cluster.role_bindings {
-            add_group(&mut groups, binding, Scope::Cluster);
-        }
-        keys(&cluster.role_bindings)
-    });
-    Desired {
-        project,
-        cluster,
-        groups,
-        parent: keycloak
-            .parent_group_name
-            .filter(|p| !p.trim().is_empty() && keycloak.enabled),
-    }
-}
+use crate::rancher::{BindingTarget, Deletion, RancherClient, RoleBinding};
 
 /// The bindings a target has for `key`, oldest id first.
 pub fn matching<'a>(listing: &'a [RoleBinding], target: &BindingTarget, key: &BindingKey) -> Vec<&'a RoleBinding> {
@@ -277,7 +125,7 @@ impl Pass<'_> {
             return;
         }
         let Some(rancher) = self.plan.controller.rancher.as_ref() else {
-            self.report.fail(RANCHER_BINDINGS_READY, rancher_missing());
+            self.report.fail(RANCHER_BINDINGS_READY, MrpError::rancher_missing());
             return;
         };
         let mut error: Option<MrpError> = None;
@@ -351,68 +199,5 @@ impl Pass<'_> {
                 ),
             ),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn spec(value: serde_json::Value) -> ManagedRancherProjectSpec {
-        serde_json::from_value(value).expect("valid spec")
-    }
-
-    #[test]
-    fn bindings_merge_by_group_and_role_and_groups_union_their_members() {
-        let desired = desired(&spec(serde_json::json!({
-            "projectName": "p", "clusterId": "c",
-            "keycloak": {"parentGroupName": "c_c", "roleBindings": [
-                {"groupName": "g1", "rancherRole": "project-member", "members": [{"userIdentifier": "alice", "lookupByID": false}]},
-                {"groupName": "g1", "rancherRole": "project-member", "members": [{"userIdentifier": "Bob", "lookupByID": false}]},
-                {"groupName": "g1", "rancherRole": "read-only", "members": [{"userIdentifier": "ALICE", "lookupByID": false}]},
-                {"groupName": "g2", "rancherRole": "project-owner"},
-            ]},
-            "cluster": {"keycloak": {"roleBindings": [
-                {"groupName": "cl", "rancherRole": "cluster-owner", "members": [{"userIdentifier": "u-1"}]},
-            ]}},
-        })));
-        assert_eq!(
-            desired.project,
-            Some(vec![
-                BindingKey::new("g1", "project-member"),
-                BindingKey::new("g1", "read-only"),
-                BindingKey::new("g2", "project-owner")
-            ])
-        );
-        assert_eq!(desired.cluster, Some(vec![BindingKey::new("cl", "cluster-owner")]));
-        let g1 = desired.group("g1").expect("g1");
-        assert_eq!(g1.members.len(), 2, "alice (any case) and bob: {:?}", g1.members);
-        assert_eq!(desired.group("cl").map(|g| g.scope), Some(Scope::Cluster));
-        assert_eq!(desired.parent.as_deref(), Some("c_c"));
-    }
-
-    #[test]
-    fn disabled_or_absent_blocks_are_left_alone() {
-        let desired = desired(&spec(serde_json::json!({
-            "projectName": "p", "clusterId": "c",
-            "keycloak": {"enabled": false, "roleBindings": [{"groupName": "g", "rancherRole": "r"}]},
-        })));
-        assert_eq!(desired.project, None);
-        assert_eq!(desired.cluster, None);
-        assert!(desired.groups.is_empty());
-        assert!(!desired.manages_access());
-        let empty_cluster = super::desired(&spec(serde_json::json!({
-            "projectName": "p", "clusterId": "c", "cluster": {"keycloak": {"roleBindings": []}},
-        })));
-        assert_eq!(
-            empty_cluster.cluster,
-            Some(vec![]),
-            "an empty list removes what was made"
-        );
-        assert_eq!(
-            empty_cluster.project,
-            Some(vec![]),
-            "an absent keycloak block is enabled and empty"
-        );
     }
 }

@@ -22,9 +22,8 @@ use kube::ResourceExt;
 use kube::api::ListParams;
 use kube::runtime::reflector::Store;
 
-use super::bindings::{self, BindingKey};
+use super::desired::{self, BindingKey, DesiredMember};
 use super::error::MrpError;
-use super::members::DesiredMember;
 
 /// The controller's cache of every namespace's ManagedRancherProjects, when it watches them all, and whether it
 /// may list them cluster-wide otherwise.
@@ -100,11 +99,11 @@ pub fn claimed_projects(others: &[Arc<ManagedRancherProject>]) -> BTreeSet<Strin
 fn in_cluster<'a>(
     others: &'a [Arc<ManagedRancherProject>],
     cluster_id: &'a str,
-) -> impl Iterator<Item = bindings::Desired> + 'a {
+) -> impl Iterator<Item = desired::Desired> + 'a {
     others
         .iter()
         .filter(move |o| o.spec.cluster_id == cluster_id)
-        .map(|o| bindings::desired(&o.spec))
+        .map(|o| desired::desired(&o.spec))
 }
 
 /// Members other objects of the cluster want in the cluster group `group`.
@@ -123,14 +122,14 @@ pub fn uses_cluster_binding(others: &[Arc<ManagedRancherProject>], cluster_id: &
 
 /// Whether another object (of any cluster: group names are realm-wide) binds the group `name`.
 pub fn uses_group(others: &[Arc<ManagedRancherProject>], name: &str) -> bool {
-    others.iter().any(|o| bindings::desired(&o.spec).group(name).is_some())
+    others.iter().any(|o| desired::desired(&o.spec).group(name).is_some())
 }
 
 /// Whether another object puts its groups under the parent `name`.
 pub fn uses_parent(others: &[Arc<ManagedRancherProject>], name: &str) -> bool {
     others
         .iter()
-        .any(|o| bindings::desired(&o.spec).parent.as_deref() == Some(name))
+        .any(|o| desired::desired(&o.spec).parent.as_deref() == Some(name))
 }
 
 #[cfg(test)]

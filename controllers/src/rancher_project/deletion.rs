@@ -21,8 +21,9 @@ use framework::runner::Context;
 use kube::{Resource, ResourceExt};
 
 use super::RancherProjectController as Controller;
-use super::bindings::{self, BindingKey};
+use super::bindings;
 use super::cluster_scope;
+use super::desired::{self, BindingKey};
 use super::error::MrpError;
 use super::groups::{self, ParentRemoval, Removal};
 use super::members;
@@ -54,7 +55,7 @@ impl Cleanup<'_> {
     /// Project and cluster binding entries: the status's, plus the spec's (a binding made by a pass whose status
     /// write never happened).
     fn entries(&self) -> (Vec<RoleBindingStatus>, Vec<RoleBindingStatus>) {
-        let desired = bindings::desired(&self.mrp.spec);
+        let desired = desired::desired(&self.mrp.spec);
         let with_spec = |recorded: &[RoleBindingStatus], keys: Option<&Vec<BindingKey>>| {
             let mut entries = recorded.to_vec();
             for key in keys.into_iter().flatten() {
@@ -128,7 +129,7 @@ impl Cleanup<'_> {
     }
 
     async fn keycloak(&mut self, realm: &crate::keycloak::RealmClient, entries: &[RoleBindingStatus]) {
-        let parent_name = bindings::desired(&self.mrp.spec).parent;
+        let parent_name = desired::desired(&self.mrp.spec).parent;
         let parent_id = match (&self.status.keycloak_parent_group_id, &parent_name) {
             (Some(id), _) if !id.is_empty() => Some(id.clone()),
             (_, Some(name)) => match realm.find_top_level_group(name).await {

@@ -37,6 +37,14 @@ pub enum MrpError {
 }
 
 impl MrpError {
+    /// The error of a pass that needs Rancher while the manager has no Rancher URL.
+    pub fn rancher_missing() -> MrpError {
+        MrpError::NotConfigured {
+            system: "Rancher",
+            flag: "--rancher-url",
+        }
+    }
+
     /// Whether the failure lasts until someone changes the object, the configuration or the external system
     /// (a refused token, an unknown role template): the phase becomes `Error` at once. Outages are not
     /// persistent until they have lasted long enough (see the `--rancher-error-after-seconds` flag).

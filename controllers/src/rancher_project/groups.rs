@@ -11,7 +11,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::error::MrpError;
-use super::members;
 use super::reconcile::Pass;
 use super::status::{KEYCLOAK_GROUPS_READY, MEMBERSHIP_SYNCED};
 use crate::keycloak::{Ensured, Group, KeycloakError, RealmClient};
@@ -108,7 +107,7 @@ pub async fn remove(
         realm.delete_group(&group.id).await?;
         Ok(Removal::Deleted)
     } else {
-        members::remove_managed(realm, &group.id, managed_ids).await?;
+        remove_managed(realm, &group.id, managed_ids).await?;
         Ok(Removal::MembersRemoved)
     }
 }
@@ -129,7 +128,7 @@ pub async fn remove_replaced(
         realm.delete_group(&group.id).await?;
         Ok(Removal::Deleted)
     } else {
-        members::remove_managed(realm, &group.id, managed_ids).await?;
+        remove_managed(realm, &group.id, managed_ids).await?;
         Ok(Removal::MembersRemoved)
     }
 }
@@ -170,6 +169,23 @@ pub async fn remove_parent_if_empty(
     }
     realm.delete_group(&group.id).await?;
     Ok(ParentRemoval::Deleted)
+}
+
+/// Removes the members `managed_ids` from a group (cleanup of a group this operator did not create); a user or
+/// group already gone counts as removed.
+pub async fn remove_managed(
+    realm: &RealmClient,
+    group_id: &str,
+    managed_ids: &BTreeSet<String>,
+) -> Result<(), MrpError> {
+    for user in managed_ids {
+        match realm.remove_group_member(group_id, user).await {
+            Ok(()) => {}
+            Err(e) if e.is_not_found() => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
 }
 
 impl Pass<'_> {

@@ -10,74 +10,20 @@
 
 use std::collections::BTreeSet;
 
-use crds::rancher::{Member, PendingMember, RoleBindingStatus, SyncedMember};
+use crds::rancher::{PendingMember, RoleBindingStatus, SyncedMember};
 
+use super::desired::DesiredMember;
 use super::error::MrpError;
+use super::found::Synced;
 use super::groups::{self, Removal};
 use super::reconcile::Pass;
 use super::status::{KEYCLOAK_GROUPS_READY, MEMBERSHIP_SYNCED};
-use crate::keycloak::{RealmClient, User, UserRef};
+use crate::keycloak::{RealmClient, User};
 
 /// Reason of a member whose user does not exist in Keycloak yet.
 pub const USER_NOT_FOUND: &str = "UserNotFound";
 /// Reason of a member whose lookup or addition failed.
 pub const SYNC_FAILED: &str = "SyncFailed";
-
-/// A user the spec wants in a group.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct DesiredMember {
-    /// The identifier as written in the spec.
-    pub identifier: String,
-    /// Whether it is a Keycloak user id (else a username).
-    pub by_id: bool,
-}
-
-impl DesiredMember {
-    /// From a spec member (usernames compare case-insensitively, as Keycloak stores them lower-cased).
-    pub fn from_spec(member: &Member) -> Self {
-        let identifier = member.user_identifier.trim();
-        Self {
-            identifier: if member.lookup_by_id {
-                identifier.to_string()
-            } else {
-                identifier.to_lowercase()
-            },
-            by_id: member.lookup_by_id,
-        }
-    }
-
-    /// Whether `user` is this member.
-    pub fn is(&self, user: &User) -> bool {
-        if self.by_id {
-            user.id == self.identifier
-        } else {
-            user.username.to_lowercase() == self.identifier
-        }
-    }
-
-    fn reference(&self) -> UserRef {
-        if self.by_id {
-            UserRef::Id(self.identifier.clone())
-        } else {
-            UserRef::Username(self.identifier.clone())
-        }
-    }
-}
-
-/// What a group's membership is after a sync.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Synced {
-    /// Wanted members confirmed in the group, sorted by identifier.
-    pub synced: Vec<SyncedMember>,
-    /// Wanted members not in the group, with the reason, sorted by identifier.
-    pub pending: Vec<PendingMember>,
-    /// How many direct members the group has now.
-    pub member_count: i64,
-    /// Usernames added by this pass.
-    pub added: Vec<String>,
-    /// Usernames removed by this pass.
-    pub removed: Vec<String>,
-}
 
 /// The current members to remove (pure): those not wanted that this operator manages, or every unwanted one
 /// when membership is authoritative.
@@ -196,23 +142,6 @@ pub async fn sync(
     out.pending.sort_by(|a, b| a.user_identifier.cmp(&b.user_identifier));
     out.member_count = i64::try_from(present.len()).unwrap_or(i64::MAX);
     (out, error)
-}
-
-/// Removes the members `managed_ids` from a group (cleanup of a group this operator did not create); a user or
-/// group already gone counts as removed.
-pub async fn remove_managed(
-    realm: &RealmClient,
-    group_id: &str,
-    managed_ids: &BTreeSet<String>,
-) -> Result<(), MrpError> {
-    for user in managed_ids {
-        match realm.remove_group_member(group_id, user).await {
-            Ok(()) => {}
-            Err(e) if e.is_not_found() => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(())
 }
 
 /// The Keycloak ids a status reports as synced for `group` (the members this operator manages there).
@@ -335,6 +264,8 @@ impl Pass<'_> {
 
 #[cfg(test)]
 mod tests {
+    use crds::rancher::Member;
+
     use super::*;
 
     fn user(id: &str, username: &str) -> User {

@@ -16,7 +16,9 @@
 pub mod bindings;
 pub mod cluster_scope;
 pub mod deletion;
+pub mod desired;
 pub mod error;
+pub mod found;
 pub mod groups;
 pub mod members;
 pub mod project;

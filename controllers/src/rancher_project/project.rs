@@ -357,7 +357,7 @@ impl Pass<'_> {
             return;
         }
         let Some(rancher) = plan.controller.rancher.as_ref() else {
-            self.report.fail(RANCHER_PROJECT_READY, rancher_missing());
+            self.report.fail(RANCHER_PROJECT_READY, MrpError::rancher_missing());
             self.report
                 .wait(RESOURCE_QUOTA_READY, "waiting for the Rancher project");
             return;
@@ -431,14 +431,6 @@ impl Pass<'_> {
             Err(error) => self.report.fail(RANCHER_PROJECT_READY, error),
         }
         self.done.project = Some(project);
-    }
-}
-
-/// The condition of a pass that has no Rancher to talk to.
-pub(super) fn rancher_missing() -> MrpError {
-    MrpError::NotConfigured {
-        system: "Rancher",
-        flag: "--rancher-url",
     }
 }
 

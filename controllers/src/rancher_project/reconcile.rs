@@ -21,10 +21,9 @@
 //! A pass with nothing to do reads the project, its bindings, the parent and binding groups and their members,
 //! and writes nothing.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use crds::rancher::{ManagedRancherProject, ManagedRancherProjectStatus, RoleBindingStatus};
+use crds::rancher::{ManagedRancherProject, ManagedRancherProjectStatus};
 use framework::ReconcileError;
 use framework::conditions::{ConditionUpdate, Status};
 use framework::error::kube_error;
@@ -34,13 +33,11 @@ use jiff::Timestamp;
 use kube::Resource;
 
 use super::RancherProjectController as Controller;
-use super::bindings::{self, BindingKey, Desired, Scope};
 use super::cluster_scope;
+use super::desired::{self, Desired, Scope, Translation};
 use super::error::MrpError;
-use super::members::Synced;
-use super::quotas::{self, Translation};
+use super::found::Done;
 use super::status;
-use crate::rancher::{Project, RoleBinding};
 
 /// Jitter of the drift resync (±10 %), so objects created together do not poll together forever.
 const RESYNC_JITTER: f64 = 0.1;
@@ -147,55 +144,10 @@ impl Report {
     }
 }
 
-/// What the steps found and made.
-#[derive(Default)]
-pub struct Done {
-    /// The Rancher project (step 1), when it exists.
-    pub project: Option<Project>,
-    /// The Keycloak side (steps 3 and 5).
-    pub groups: GroupsDone,
-    /// The Rancher bindings (step 4).
-    pub bindings: BindingsDone,
-    /// Entries of removed project bindings whose cleanup is unfinished (step 6), kept for the next pass.
-    pub project_leftovers: Vec<RoleBindingStatus>,
-    /// The same for cluster bindings.
-    pub cluster_leftovers: Vec<RoleBindingStatus>,
-}
-
-/// The Keycloak side after steps 3 and 5.
-#[derive(Default)]
-pub struct GroupsDone {
-    /// The parent's id, when the step ran and succeeded.
-    pub parent_id: Option<String>,
-    /// Whether the parent step ran (the id above is then authoritative).
-    pub parent_known: bool,
-    /// Group ids by name.
-    pub ids: BTreeMap<String, String>,
-    /// Membership by group name (absent when the group's sync failed: the previous report is kept).
-    pub members: BTreeMap<String, Synced>,
-    /// The realm, when Keycloak is configured.
-    pub usable: bool,
-    /// Groups created by this pass (they have no members to list yet).
-    pub created: BTreeSet<String>,
-}
-
-/// The Rancher binding side after step 4.
-#[derive(Default)]
-pub struct BindingsDone {
-    /// Binding ids of the project's bindings, by key.
-    pub project_ids: BTreeMap<BindingKey, String>,
-    /// Binding ids of the cluster's bindings, by key.
-    pub cluster_ids: BTreeMap<BindingKey, String>,
-    /// The project's bindings as listed (for removals).
-    pub project_listing: Option<Vec<RoleBinding>>,
-    /// The cluster's bindings as listed (for removals).
-    pub cluster_listing: Option<Vec<RoleBinding>>,
-}
-
 impl<'a> Pass<'a> {
     fn new(controller: &'a Controller, mrp: &'a ManagedRancherProject, all: &[Arc<ManagedRancherProject>]) -> Self {
         let others = cluster_scope::others(all, mrp);
-        let mut desired = bindings::desired(&mrp.spec);
+        let mut desired = desired::desired(&mrp.spec);
         for group in desired.groups.iter_mut().filter(|g| g.scope == Scope::Cluster) {
             for member in cluster_scope::cluster_members(&others, &mrp.spec.cluster_id, &group.name) {
                 if !group.members.contains(&member) {
@@ -210,7 +162,7 @@ impl<'a> Pass<'a> {
                 previous: mrp.status.clone().unwrap_or_default(),
                 others,
                 desired,
-                translation: quotas::translate(mrp.spec.resource_quotas.as_ref()),
+                translation: desired::translate(mrp.spec.resource_quotas.as_ref()),
                 now: status::to_seconds(controller.clock.now()),
             },
             report: Report::default(),
@@ -221,8 +173,16 @@ impl<'a> Pass<'a> {
     /// Step 7: publishes the notes and the status; fails with the pass's first error, else asks for the next
     /// drift check.
     async fn publish(mut self, ctx: &Context) -> Result<Outcome, MrpError> {
-        let update = self.status();
-        let mrp = self.plan.mrp;
+        let plan = &self.plan;
+        let mrp = plan.mrp;
+        let mut update = status::begin(mrp, plan.now);
+        update.status = status::records(mrp, &plan.previous, &plan.desired, std::mem::take(&mut self.done));
+        let applicable = status::applicable(plan.desired.manages_access());
+        status::set_conditions(&mut update, self.report.take_conditions(), &applicable);
+        let persistent = self.report.has_persistent_failure();
+        let error_after = plan.controller.settings.error_after;
+        update.status.phase = Some(status::phase(&update.status, persistent, plan.now, error_after));
+        status::stamp(&plan.previous, &mut update.status, plan.now);
         let object = mrp.object_ref(&());
         for (reason, note) in &self.report.notes {
             ctx.events

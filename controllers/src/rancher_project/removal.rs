@@ -5,12 +5,14 @@
 
 use crds::rancher::RoleBindingStatus;
 
-use super::bindings::{self, BindingKey, Scope};
+use super::bindings;
 use super::cluster_scope;
+use super::desired::{BindingKey, Scope};
 use super::error::MrpError;
+use super::found::Done;
 use super::groups::{Removal, remove as remove_group};
 use super::members;
-use super::reconcile::{Done, Pass, Plan, Report};
+use super::reconcile::{Pass, Plan, Report};
 use super::status::{KEYCLOAK_GROUPS_READY, RANCHER_BINDINGS_READY};
 use crate::rancher::{BindingTarget, RoleBinding};
 

@@ -23,9 +23,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::Resource;
 
 use super::RancherProjectController;
-use super::bindings::BindingKey;
-use super::members::Synced;
-use super::reconcile::{Done, Pass, Plan};
+use super::desired::{BindingKey, Desired};
+use super::found::{Done, Synced};
 
 /// Condition: the Rancher project exists (created or adopted) with the spec's name, description, annotations.
 pub const RANCHER_PROJECT_READY: &str = "RancherProjectReady";
@@ -272,82 +271,70 @@ fn rebase_entries(ours: &mut Vec<RoleBindingStatus>, base: &[RoleBindingStatus],
     }
 }
 
-impl Pass<'_> {
-    /// Step 7: the status this pass found: ids and per-binding members (this pass's findings, else what the
-    /// previous status said), the conditions, the phase, and `lastReconcileTime` when anything changed.
-    pub fn status(&mut self) -> StatusBuilder {
-        let Plan {
-            controller,
-            mrp,
-            previous,
-            desired,
-            now,
-            ..
-        } = &self.plan;
-        let now = *now;
-        let Done {
-            project,
-            groups: groups_done,
-            bindings: bindings_done,
-            project_leftovers,
-            cluster_leftovers,
-        } = std::mem::take(&mut self.done);
-        let mut next = ManagedRancherProjectStatus {
-            rancher_project_id: project
-                .as_ref()
-                .map(|p| p.id.clone())
-                .or_else(|| previous.rancher_project_id.clone()),
-            conditions: previous.conditions.clone(),
-            observed_generation: mrp.meta().generation,
-            ..ManagedRancherProjectStatus::default()
-        };
-        next.keycloak_parent_group_id = match (&desired.project, &desired.parent) {
-            (None, _) => previous.keycloak_parent_group_id.clone(),
-            (Some(_), Some(_)) if groups_done.parent_known => groups_done.parent_id.clone(),
-            (Some(_), Some(_)) => previous.keycloak_parent_group_id.clone(),
-            (Some(_), None) => None,
-        };
-        next.keycloak_role_bindings = match &desired.project {
-            None => previous.keycloak_role_bindings.clone(),
-            Some(keys) => keys
-                .iter()
-                .map(|k| {
-                    entry(
-                        k,
-                        &previous.keycloak_role_bindings,
-                        &groups_done.ids,
-                        &bindings_done.project_ids,
-                        &groups_done.members,
-                    )
-                })
-                .chain(project_leftovers)
-                .collect(),
-        };
-        next.cluster_keycloak_role_bindings = match &desired.cluster {
-            None => previous.cluster_keycloak_role_bindings.clone(),
-            Some(keys) => keys
-                .iter()
-                .map(|k| {
-                    entry(
-                        k,
-                        &previous.cluster_keycloak_role_bindings,
-                        &groups_done.ids,
-                        &bindings_done.cluster_ids,
-                        &groups_done.members,
-                    )
-                })
-                .chain(cluster_leftovers)
-                .collect(),
-        };
-        let applicable = applicable(desired.manages_access());
-        let mut update = begin(mrp, now);
-        update.status = next;
-        set_conditions(&mut update, self.report.take_conditions(), &applicable);
-        let persistent = self.report.has_persistent_failure();
-        update.status.phase = Some(phase(&update.status, persistent, now, controller.settings.error_after));
-        stamp(previous, &mut update.status, now);
-        update
-    }
+/// The records of the status after a pass: the project id, the parent group id and one entry per wanted
+/// binding (this pass's findings, else what the previous status said), plus the entries of removed bindings whose
+/// cleanup is unfinished. Conditions are carried over for [`set_conditions`].
+pub fn records(
+    mrp: &ManagedRancherProject,
+    previous: &ManagedRancherProjectStatus,
+    desired: &Desired,
+    done: Done,
+) -> ManagedRancherProjectStatus {
+    let Done {
+        project,
+        groups: groups_done,
+        bindings: bindings_done,
+        project_leftovers,
+        cluster_leftovers,
+    } = done;
+    let mut next = ManagedRancherProjectStatus {
+        rancher_project_id: project
+            .as_ref()
+            .map(|p| p.id.clone())
+            .or_else(|| previous.rancher_project_id.clone()),
+        conditions: previous.conditions.clone(),
+        observed_generation: mrp.meta().generation,
+        ..ManagedRancherProjectStatus::default()
+    };
+    next.keycloak_parent_group_id = match (&desired.project, &desired.parent) {
+        (None, _) => previous.keycloak_parent_group_id.clone(),
+        (Some(_), Some(_)) if groups_done.parent_known => groups_done.parent_id.clone(),
+        (Some(_), Some(_)) => previous.keycloak_parent_group_id.clone(),
+        (Some(_), None) => None,
+    };
+    next.keycloak_role_bindings = match &desired.project {
+        None => previous.keycloak_role_bindings.clone(),
+        Some(keys) => keys
+            .iter()
+            .map(|k| {
+                entry(
+                    k,
+                    &previous.keycloak_role_bindings,
+                    &groups_done.ids,
+                    &bindings_done.project_ids,
+                    &groups_done.members,
+                )
+            })
+            .chain(project_leftovers)
+            .collect(),
+    };
+    next.cluster_keycloak_role_bindings = match &desired.cluster {
+        None => previous.cluster_keycloak_role_bindings.clone(),
+        Some(keys) => keys
+            .iter()
+            .map(|k| {
+                entry(
+                    k,
+                    &previous.cluster_keycloak_role_bindings,
+                    &groups_done.ids,
+                    &bindings_done.cluster_ids,
+                    &groups_done.members,
+                )
+            })
+            .chain(cluster_leftovers)
+            .collect(),
+    };
+    next
 }
 
 /// The status entry of one wanted binding: this pass's findings, else what the previous status said.
