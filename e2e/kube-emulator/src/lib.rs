@@ -4,46 +4,52 @@
 //! end-to-end tests exercise the operator exactly as a cluster would, on machines where no kube-apiserver
 //! can run. Behaviour follows kube-apiserver 1.32; `docs/api-emulator.md` lists what is and is not emulated.
 //!
-//! Requests are authenticated by bearer token and authorized by RBAC like kube-apiserver's ([`auth`]), so
+//! Requests are authenticated by bearer token and authorized by RBAC like kube-apiserver's, so
 //! the operator's shipped roles are what the tests run under.
 //!
 //! Start one with [`ApiServer::start`]; the [`ServerHandle`] gives its URL, writes a kubeconfig (a cluster
-//! admin's), mints tokens for other users and exposes the test hooks ([`hooks`]).
+//! admin's), mints tokens for other users and exposes the test hooks (faults, request counters, the authorization
+//! decision log). Everything else is internal: the crate's surface is what this page re-exports.
 
-pub mod admission;
-pub mod auth;
-pub mod builtin;
-pub mod controllers;
-pub mod convert;
-pub mod crd;
-pub mod discovery;
-pub mod fields;
-pub mod gc;
-pub mod hooks;
-pub mod http;
-pub mod kubeconfig;
-pub mod lifecycle;
-pub mod meta;
-pub mod namespaces;
-pub mod openapi;
-pub mod partial;
-pub mod patch;
-pub mod pod_security;
-pub mod protobuf;
-pub mod reads;
-pub mod request;
-pub mod resources;
-pub mod selectors;
-pub mod server;
-pub mod ssa;
-pub mod status;
-pub mod store;
-pub mod strict;
-pub mod table;
-pub mod validation;
-pub mod watch;
-pub mod writes;
+mod admission;
+mod auth;
+mod builtin;
+mod controllers;
+mod convert;
+mod crd;
+mod discovery;
+mod fields;
+mod gc;
+mod hooks;
+mod http;
+mod kubeconfig;
+mod lifecycle;
+mod meta;
+mod namespaces;
+mod openapi;
+mod partial;
+mod patch;
+mod pod_security;
+mod protobuf;
+mod reads;
+mod request;
+mod resources;
+mod selectors;
+mod server;
+mod ssa;
+mod status;
+mod store;
+mod strict;
+mod table;
+mod validation;
+mod watch;
+mod writes;
 
-pub use hooks::Fault;
+pub use auth::rbac::PolicyRule;
+pub use auth::{
+    ADMIN_TOKEN, Attributes, DecisionLog, DecisionLogFile, DecisionRow, ForbiddenResponse, ResourceAttributes,
+};
+pub use hooks::{Fault, ResponseForm};
+pub use pod_security::restricted_violations;
 pub use resources::GroupResource;
 pub use server::{ApiServer, ServerConfig, ServerHandle, StartError};

@@ -128,11 +128,6 @@ pub fn now_rfc3339() -> String {
     chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
-/// Now as a `metav1.MicroTime`.
-pub fn now_micro() -> String {
-    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
-}
-
 /// One owner reference.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OwnerRef {

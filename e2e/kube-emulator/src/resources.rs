@@ -344,13 +344,6 @@ impl Registry {
     pub fn all(&self) -> impl Iterator<Item = &Arc<ResourceDef>> {
         self.by_resource.values()
     }
-
-    /// Whether `group/version` is served at all.
-    pub fn serves_group_version(&self, group: &str, version: &str) -> bool {
-        self.by_resource
-            .values()
-            .any(|d| d.group == group && d.version(version).is_some())
-    }
 }
 
 /// Splits `group/version` (or `v1`) into its parts.

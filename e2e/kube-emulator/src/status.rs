@@ -351,11 +351,6 @@ pub fn delete_success(gr: &GroupResource, name: &str, uid: &str) -> Vec<u8> {
     status_bytes("Success", "", "", Some(&details), None)
 }
 
-/// A deletecollection / generic `Success` Status.
-pub fn success() -> Vec<u8> {
-    status_bytes("Success", "", "", None, None)
-}
-
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);

@@ -197,11 +197,6 @@ impl Store {
         guard.history.clear();
         guard.compacted_rv = guard.rv;
     }
-
-    /// The registry of served resources (a clone, cheap: it holds `Arc`s).
-    pub fn registry(&self) -> Registry {
-        self.lock().registry.clone()
-    }
 }
 
 /// Read access to the store.

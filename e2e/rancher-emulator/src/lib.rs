@@ -8,21 +8,21 @@
 //! `docs/rancher-emulator.md` lists what is and is not emulated.
 //!
 //! Start one with [`RancherEmulator::start`]; the [`RancherHandle`] gives its URL and token, seeds and inspects
-//! state, counts requests and injects faults ([`hooks`]), in-process or over HTTP under `/__emulator/`.
+//! state, counts requests and injects faults ([`Fault`]), in-process or over HTTP under `/__emulator/`.
 
-pub mod auth;
-pub mod bindings;
-pub mod config;
-pub mod hooks;
-pub mod kube_proxy;
-pub mod merge;
-pub mod namespaces;
-pub mod norman;
-pub mod projects;
-pub mod quantity;
-pub mod request;
-pub mod server;
-pub mod store;
+mod auth;
+mod bindings;
+mod config;
+mod hooks;
+mod kube_proxy;
+mod merge;
+mod namespaces;
+mod norman;
+mod projects;
+mod quantity;
+mod request;
+mod server;
+mod store;
 
 pub use config::{ApiToken, BackingNamespaceStyle, ClusterSeed, DuplicateBindingPolicy, RancherConfig};
 pub use hooks::{CounterRow, Fault, RouteKey};

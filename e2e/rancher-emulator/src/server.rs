@@ -321,7 +321,7 @@ impl RancherHandle {
         self.shared.hooks.counters()
     }
 
-    /// How many `verb` requests reached `resource` (see [`hooks`] for the names).
+    /// How many `verb` requests reached `resource` (`verb` and `resource` as the counters name them, e.g. `list` and `projects`).
     pub fn count(&self, verb: &str, resource: &str) -> u64 {
         self.shared.hooks.count(verb, resource)
     }

@@ -20,8 +20,8 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use e2e::harness::install::{rendered, service_account_of};
-use kube_emulator::auth::rbac::PolicyRule;
-use kube_emulator::auth::{Attributes, DecisionLogFile, DecisionRow, ResourceAttributes};
+use kube_emulator::PolicyRule;
+use kube_emulator::{Attributes, DecisionLogFile, DecisionRow, ResourceAttributes};
 use serde_json::{Value, json};
 
 /// Command-line flags.

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use super::cluster::TestCluster;
 use super::install::OperatorIdentity;
 use super::wait::{Deadline, wait_until};
-use kube_emulator::auth::{DecisionLog, ForbiddenResponse};
+use kube_emulator::{DecisionLog, ForbiddenResponse};
 
 /// Who the manager authenticates as.
 #[derive(Clone, Debug, PartialEq, Eq)]

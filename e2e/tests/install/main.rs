@@ -81,7 +81,7 @@ async fn the_operator_namespace_enforces_pod_security_restricted_and_the_manager
         .expect("the install has a Deployment");
     let pod = &deployment["spec"]["template"]["spec"];
     assert_eq!(
-        kube_emulator::pod_security::restricted_violations(pod, &deployment["spec"]["template"]["metadata"]),
+        kube_emulator::restricted_violations(pod, &deployment["spec"]["template"]["metadata"]),
         Vec::<String>::new()
     );
 

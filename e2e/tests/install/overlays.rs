@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use e2e::harness::install::rendered;
-use kube_emulator::auth::rbac::PolicyRule;
+use kube_emulator::PolicyRule;
 use serde_json::Value;
 
 fn kinds_named(overlay: &str, kind: &str) -> Vec<Value> {

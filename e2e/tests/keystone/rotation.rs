@@ -220,7 +220,7 @@ async fn a_credential_rotates_on_its_own_exactly_at_rotation_eligible_at() {
 #[tokio::test]
 async fn deleting_the_current_secret_rotates_at_once_through_a_metadata_only_secret_watch() {
     use kube::api::DeleteParams;
-    use kube_emulator::hooks::ResponseForm;
+    use kube_emulator::ResponseForm;
 
     let world = World::start(Setup::default()).await;
     world.apply_credential(&["service"], "").await;

@@ -427,7 +427,7 @@ async fn generic_oidc_uses_the_client_secret_ref_once_it_exists_and_never_calls_
 #[tokio::test]
 async fn a_client_secret_ref_secret_is_noticed_through_a_metadata_only_watch_without_polling() {
     use kube::api::{Patch, PatchParams};
-    use kube_emulator::hooks::ResponseForm;
+    use kube_emulator::ResponseForm;
 
     let world = World::start(Setup::default()).await;
     let spec = json!({"routing": {}, "auth": {

@@ -16,7 +16,7 @@ use crate::support::Env;
 
 async fn kube_client(server: &kube_emulator::ServerHandle) -> kube::Client {
     server
-        .kube_client(kube_emulator::auth::ADMIN_TOKEN)
+        .kube_client(kube_emulator::ADMIN_TOKEN)
         .await
         .expect("kube client")
 }

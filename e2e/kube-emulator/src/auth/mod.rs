@@ -23,7 +23,7 @@ use std::sync::Arc;
 use super::resources::GroupResource;
 use super::status::ApiError;
 
-pub use authn::{ADMIN_TOKEN, ADMIN_USER, Authenticator};
+pub use authn::{ADMIN_TOKEN, Authenticator};
 pub use decisions::{Decision, DecisionLog, DecisionLogFile, DecisionRow, ForbiddenResponse};
 pub use rbac::{Authorizer, RbacSnapshot};
 
@@ -171,20 +171,6 @@ pub struct Access {
 }
 
 impl Access {
-    /// Access for in-process writes of the emulator itself (controllers, bootstrap): a cluster admin.
-    pub fn internal() -> Self {
-        Access {
-            user: Arc::new(UserInfo {
-                name: "system:apiserver".into(),
-                uid: String::new(),
-                groups: vec![MASTERS_GROUP.into()],
-                extra: BTreeMap::new(),
-            }),
-            rbac: Arc::new(RbacSnapshot::default()),
-            log: Arc::new(DecisionLog::disabled()),
-        }
-    }
-
     /// Asks RBAC whether the user may do `attributes` as one step of a larger check (the `escalate` or
     /// `bind` verb, the finalizers fast path). Only allowed answers are recorded: a denied probe is not a
     /// Forbidden answer, and what the request then gets is recorded where it is decided.

@@ -16,7 +16,7 @@ use super::super::meta;
 use super::super::resources::GroupResource;
 use super::super::selectors::LabelSelector;
 use super::super::store::Store;
-use super::{Attributes, ResourceAttributes, UserInfo};
+use super::{Attributes, UserInfo};
 
 /// The RBAC API group.
 pub const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
@@ -579,11 +579,6 @@ impl RbacSnapshot {
             .ok()
             .map(|rules| rules.iter().map(|r| r.rule.clone()).collect())
     }
-
-    /// Whether `user` may do `verb` on `resource` (a convenience for the special verbs).
-    pub fn can(&self, user: &UserInfo, attributes: ResourceAttributes) -> Verdict {
-        self.authorize(user, &Attributes::Resource(attributes))
-    }
 }
 
 /// Hands out the current [`RbacSnapshot`], rebuilding it only when an RBAC object changed.
@@ -615,6 +610,7 @@ impl Authorizer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::auth::ResourceAttributes;
     use serde_json::json;
 
     fn rule(value: Value) -> PolicyRule {

@@ -89,7 +89,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     })
     .await?;
     let base = server.url().to_string();
-    let http = server.http_client(kube_emulator::auth::ADMIN_TOKEN);
+    let http = server.http_client(kube_emulator::ADMIN_TOKEN);
     let collection = format!("{base}/api/v1/namespaces/default/configmaps");
 
     let mut creates = Vec::with_capacity(args.objects);

@@ -18,7 +18,7 @@ use serde_json::Value;
 
 pub(crate) use builtin::zero_object;
 pub use openapi::ShapeError;
-pub use path::{Path, PathElement, compare_values, path_display, values_equal};
+pub use path::{Path, PathElement, path_display, values_equal};
 pub use set::{FieldSet, FieldsV1Error};
 
 /// How a list merges and how its items are owned.
@@ -87,11 +87,6 @@ impl Shape {
     /// for any other kind. Built once and cached.
     pub fn builtin(group: &str, version: &str, kind: &str) -> Option<&'static Shape> {
         builtin::shape(group, version, kind)
-    }
-
-    /// The shape of `metadata` (ObjectMeta), shared by every kind.
-    pub fn object_meta() -> &'static Shape {
-        builtin::object_meta()
     }
 
     /// Whether `name` is a declared field of this struct (not a map key or a preserved unknown field).

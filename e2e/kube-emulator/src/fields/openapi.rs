@@ -428,7 +428,7 @@ mod tests {
             panic!("not a struct")
         };
         assert_eq!(fields.get("apiVersion"), Some(&Shape::Scalar));
-        assert_eq!(fields.get("metadata"), Some(Shape::object_meta()));
+        assert_eq!(fields.get("metadata"), Some(crate::fields::builtin::object_meta()));
         assert!(matches!(fields.get("status"), Some(Shape::Untyped)));
     }
 

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Map, Value};
 
 use super::Shape;
+#[cfg(test)]
 use super::gojson;
 use super::path::{Path, PathElement};
 
@@ -88,6 +89,7 @@ impl FieldSet {
     }
 
     /// Whether the path is in the set.
+    #[cfg(test)]
     pub fn has(&self, path: &[PathElement]) -> bool {
         let Some((last, prefix)) = path.split_last() else {
             return false;
@@ -282,12 +284,14 @@ impl FieldSet {
     }
 
     /// The `fieldsV1` trie as kube-apiserver writes it, byte for byte.
+    #[cfg(test)]
     pub fn to_fields_v1_string(&self) -> String {
         let mut out = String::new();
         self.write_fields_v1(&mut out, false);
         out
     }
 
+    #[cfg(test)]
     fn write_fields_v1(&self, out: &mut String, include_self: bool) {
         out.push('{');
         let mut first = true;

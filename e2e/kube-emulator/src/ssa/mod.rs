@@ -44,7 +44,6 @@ mod tests;
 use serde_json::Value;
 
 pub use conflict::{Conflict, Conflicts};
-pub use last_applied::{LAST_APPLIED_ANNOTATION, last_applied_value};
 
 use crate::fields::{FieldSet, Shape, gojson, values_equal, zero_object};
 use managed::{Managed, ManagerId, Operation};

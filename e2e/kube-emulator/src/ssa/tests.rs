@@ -6,6 +6,7 @@
 
 use serde_json::{Value, json};
 
+use super::last_applied::{LAST_APPLIED_ANNOTATION, last_applied_value};
 use super::*;
 use crate::fields::FieldSet;
 

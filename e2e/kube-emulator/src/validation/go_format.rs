@@ -23,6 +23,7 @@ impl BadValue {
     }
 
     /// An unsigned integer, printed with `%#v` (`0x0`), as the store does for a missing resourceVersion.
+    #[cfg(test)]
     pub fn uint(value: u64) -> Self {
         BadValue(format!("{value:#x}"))
     }

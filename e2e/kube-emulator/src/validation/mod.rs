@@ -18,12 +18,9 @@ pub mod path;
 use std::fmt;
 
 pub use builtin::{default_builtin, validate_builtin};
-pub use crd::{
-    CrdValidator, CrdValidatorError, CrdVersionContext, default_crd, strict_decoding_error, unknown_field_warning,
-    validate_crd, validate_crd_update,
-};
+pub use crd::CrdValidator;
 pub use go_format::BadValue;
-pub use invalid::{InvalidStatus, StatusCause, aggregate_message, invalid_status};
+pub use invalid::invalid_status;
 
 /// The cause types of a field error (`metav1.CauseType`), which decide how its message reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,10 +41,6 @@ pub enum FieldErrorType {
     Duplicate,
     /// `Too many: N: must have at most M items`
     TooMany,
-    /// `Not found: <v>`
-    NotFound,
-    /// `Internal error: <detail>`
-    Internal,
 }
 
 impl FieldErrorType {
@@ -62,8 +55,6 @@ impl FieldErrorType {
             FieldErrorType::NotSupported => "FieldValueNotSupported",
             FieldErrorType::Duplicate => "FieldValueDuplicate",
             FieldErrorType::TooMany => "FieldValueTooMany",
-            FieldErrorType::NotFound => "FieldValueNotFound",
-            FieldErrorType::Internal => "InternalError",
         }
     }
 
@@ -77,8 +68,6 @@ impl FieldErrorType {
             FieldErrorType::NotSupported => "Unsupported value",
             FieldErrorType::Duplicate => "Duplicate value",
             FieldErrorType::TooMany => "Too many",
-            FieldErrorType::NotFound => "Not found",
-            FieldErrorType::Internal => "Internal error",
         }
     }
 }
@@ -178,16 +167,6 @@ impl FieldError {
         Self::build(FieldErrorType::TooMany, field, value.as_ref(), &detail)
     }
 
-    /// `Not found: <v>`: a referenced item does not exist.
-    pub fn not_found(field: impl Into<String>, value: impl Into<BadValue>) -> Self {
-        Self::build(FieldErrorType::NotFound, field, Some(&value.into()), "")
-    }
-
-    /// `Internal error: detail`: validation itself failed.
-    pub fn internal(field: impl Into<String>, detail: &str) -> Self {
-        Self::build(FieldErrorType::Internal, field, None, detail)
-    }
-
     /// The cause `reason` for this error (`FieldValueInvalid`, ...).
     pub fn reason(&self) -> &'static str {
         self.kind.reason()
@@ -220,6 +199,7 @@ pub struct Findings {
 
 impl Findings {
     /// Whether the write may proceed.
+    #[cfg(test)]
     pub fn is_valid(&self) -> bool {
         self.errors.is_empty()
     }
@@ -282,8 +262,6 @@ mod tests {
             FieldError::too_many("spec.items", Some(2), 1).message,
             "Too many: 2: must have at most 1 item"
         );
-        assert_eq!(FieldError::not_found("spec.ref", "x").message, "Not found: \"x\"");
-        assert_eq!(FieldError::internal("spec", "boom").message, "Internal error: boom");
     }
 
     #[test]
@@ -297,8 +275,6 @@ mod tests {
             FieldErrorType::NotSupported,
             FieldErrorType::Duplicate,
             FieldErrorType::TooMany,
-            FieldErrorType::NotFound,
-            FieldErrorType::Internal,
         ]
         .iter()
         .map(|t| t.reason())
@@ -314,8 +290,6 @@ mod tests {
                 "FieldValueNotSupported",
                 "FieldValueDuplicate",
                 "FieldValueTooMany",
-                "FieldValueNotFound",
-                "InternalError",
             ]
         );
     }

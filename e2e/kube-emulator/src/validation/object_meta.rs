@@ -177,6 +177,7 @@ pub fn validate_common_update(new: &Value, old: &Value, namespaced: bool) -> Vec
 
 /// The error the store returns for a CR or Lease update without `metadata.resourceVersion`;
 /// it belongs to a Status whose group-kind is the *resource* (`gizmos.hidden.example.com`).
+#[cfg(test)]
 pub fn resource_version_required() -> FieldError {
     FieldError::invalid(
         "metadata.resourceVersion",

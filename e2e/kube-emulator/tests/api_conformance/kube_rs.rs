@@ -239,7 +239,7 @@ async fn watch_metadata_across_update_and_delete(
     name: &str,
     stream: impl futures::Stream<Item = Result<watcher::Event<PartialObjectMeta<Secret>>, watcher::Error>> + Send,
 ) {
-    use kube_emulator::hooks::ResponseForm;
+    use kube_emulator::ResponseForm;
     api.create(&PostParams::default(), &secret(name, "one")).await.unwrap();
     let mut stream = stream.default_backoff().boxed();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);

@@ -42,7 +42,7 @@ impl Env {
         Env {
             dir,
             kubeconfig,
-            http: server.http_client(kube_emulator::auth::ADMIN_TOKEN),
+            http: server.http_client(kube_emulator::ADMIN_TOKEN),
             server,
         }
     }

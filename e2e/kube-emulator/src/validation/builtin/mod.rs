@@ -20,7 +20,6 @@ use serde_json::Value;
 use super::crd::definition;
 use super::{FieldError, Findings, names, object_meta};
 
-pub use secret::{decode_base64, merge_string_data};
 pub use service::default_service;
 
 /// The kinds with their own rules, by `(group, kind)`.

@@ -21,8 +21,6 @@ use super::{FieldError, FieldErrorType, Findings, NIL_PATH, names, object_meta};
 use correlate::Ratchet;
 use schema::SchemaNode;
 
-pub use definition::{default_crd, validate_crd, validate_crd_update};
-
 /// What a CR validator needs to know about its CRD besides the schema.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CrdVersionContext {
@@ -76,11 +74,6 @@ impl CrdValidator {
             namespaced: spec["scope"].as_str() == Some("Namespaced"),
         };
         Self::new(context, entry.pointer("/schema/openAPIV3Schema"))
-    }
-
-    /// The CRD facts this validator was built with.
-    pub fn context(&self) -> &CrdVersionContext {
-        &self.context
     }
 
     /// Removes fields the schema does not declare; returns their paths, sorted, for the
@@ -252,12 +245,14 @@ impl CrdValidator {
 
 /// The text of a strict-decoding failure for pruned paths, as the 400 (create/update) and the 422 patch
 /// error embed it: `strict decoding error: unknown field "spec.foo", unknown field "spec.bar"`.
+#[cfg(test)]
 pub fn strict_decoding_error(pruned: &[String]) -> String {
     let fields: Vec<String> = pruned.iter().map(|p| unknown_field_warning(p)).collect();
     format!("strict decoding error: {}", fields.join(", "))
 }
 
 /// The `Warning` text for one pruned path under `fieldValidation=Warn`: `unknown field "spec.foo"`.
+#[cfg(test)]
 pub fn unknown_field_warning(path: &str) -> String {
     format!("unknown field {}", super::go_format::quote(path))
 }

@@ -245,9 +245,9 @@ fn our_crd(name: &str) -> Value {
     let mut crd = serde_json::to_value(crd).expect("CRD serializes");
     definition::default_crd(&mut crd);
     assert!(
-        validate_crd(&crd).is_empty(),
+        definition::validate_crd(&crd).is_empty(),
         "{name}: {:#?}",
-        texts(&validate_crd(&crd))
+        texts(&definition::validate_crd(&crd))
     );
     crd
 }
