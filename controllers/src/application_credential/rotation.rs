@@ -134,6 +134,21 @@ pub fn rotation_needed(
     }
 }
 
+/// The barbican credential of the samples (a year, rotated half-way), for unit tests.
+#[cfg(test)]
+pub(crate) fn example_spec() -> KeystoneApplicationCredentialSpec {
+    KeystoneApplicationCredentialSpec {
+        secret: "osp-secret".into(),
+        password_selector: "BarbicanPassword".into(),
+        user_name: "barbican".into(),
+        expiration_days: 365,
+        grace_period_days: 182,
+        roles: vec!["service".into()],
+        unrestricted: false,
+        access_rules: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,16 +156,7 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
     fn spec() -> KeystoneApplicationCredentialSpec {
-        KeystoneApplicationCredentialSpec {
-            secret: "osp-secret".into(),
-            password_selector: "BarbicanPassword".into(),
-            user_name: "barbican".into(),
-            expiration_days: 365,
-            grace_period_days: 182,
-            roles: vec!["service".into()],
-            unrestricted: false,
-            access_rules: None,
-        }
+        example_spec()
     }
 
     fn t(s: &str) -> Timestamp {

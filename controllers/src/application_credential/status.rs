@@ -207,19 +207,8 @@ mod tests {
     }
 
     fn credential_object(status: KeystoneApplicationCredentialStatus) -> KeystoneApplicationCredential {
-        let mut ac = KeystoneApplicationCredential::new(
-            "barbican",
-            crds::keystone::KeystoneApplicationCredentialSpec {
-                secret: "osp-secret".into(),
-                password_selector: "BarbicanPassword".into(),
-                user_name: "barbican".into(),
-                expiration_days: 365,
-                grace_period_days: 182,
-                roles: vec!["service".into()],
-                unrestricted: false,
-                access_rules: None,
-            },
-        );
+        let mut ac =
+            KeystoneApplicationCredential::new("barbican", crate::application_credential::rotation::example_spec());
         ac.metadata.generation = Some(1);
         ac.status = Some(status);
         ac

@@ -64,29 +64,11 @@ pub fn may_reuse_clients(
 
 #[cfg(test)]
 mod tests {
-    use crds::nebari::{NebariAppSpec, ServiceReference};
 
     use super::*;
 
     fn app() -> NebariApp {
-        let mut app = NebariApp::new(
-            "web",
-            NebariAppSpec {
-                hostname: "web.example.com".into(),
-                service: ServiceReference {
-                    name: "web".into(),
-                    port: 80,
-                    namespace: None,
-                },
-                routing: None,
-                auth: None,
-                gateway: Default::default(),
-                service_account_name: None,
-                landing_page: None,
-            },
-        );
-        app.metadata.namespace = Some("team".into());
-        app
+        crate::nebari_app::example_app(None)
     }
 
     fn auth(value: serde_json::Value) -> AuthConfig {

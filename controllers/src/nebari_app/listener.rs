@@ -184,29 +184,12 @@ pub fn is_listener_conflict(error: &kube::Error) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use crds::nebari::{NebariAppSpec, RoutingConfig, ServiceReference};
+    use crds::nebari::RoutingConfig;
 
     use super::*;
 
     fn app() -> NebariApp {
-        let mut app = NebariApp::new(
-            "web",
-            NebariAppSpec {
-                hostname: "web.example.com".into(),
-                service: ServiceReference {
-                    name: "web".into(),
-                    port: 80,
-                    namespace: None,
-                },
-                routing: Some(RoutingConfig::default()),
-                auth: None,
-                gateway: Default::default(),
-                service_account_name: None,
-                landing_page: None,
-            },
-        );
-        app.metadata.namespace = Some("team".into());
-        app
+        crate::nebari_app::example_app(Some(RoutingConfig::default()))
     }
 
     #[test]

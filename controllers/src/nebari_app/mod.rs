@@ -304,6 +304,29 @@ pub fn start(runtime: &Runtime, settings: NebariAppSettings) -> Result<Running, 
     Ok(framework::runner::start(Arc::new(controller), runtime))
 }
 
+/// The app `team/web` at `web.example.com`, backed by Service `web` port 80, for unit tests.
+#[cfg(test)]
+pub(crate) fn example_app(routing: Option<crds::nebari::RoutingConfig>) -> NebariApp {
+    let mut app = NebariApp::new(
+        "web",
+        crds::nebari::NebariAppSpec {
+            hostname: "web.example.com".into(),
+            service: crds::nebari::ServiceReference {
+                name: "web".into(),
+                port: 80,
+                namespace: None,
+            },
+            routing,
+            auth: None,
+            gateway: Default::default(),
+            service_account_name: None,
+            landing_page: None,
+        },
+    );
+    app.metadata.namespace = Some("team".into());
+    app
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

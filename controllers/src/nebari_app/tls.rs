@@ -195,29 +195,12 @@ pub fn user_secret_condition(secret: Option<&Secret>, namespace: &str, name: &st
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crds::nebari::{NebariAppSpec, RoutingConfig, ServiceReference};
+    use crds::nebari::RoutingConfig;
     use k8s_openapi::ByteString;
     use serde_json::json;
 
     fn app(routing: Option<RoutingConfig>) -> NebariApp {
-        let mut app = NebariApp::new(
-            "web",
-            NebariAppSpec {
-                hostname: "web.example.com".into(),
-                service: ServiceReference {
-                    name: "web".into(),
-                    port: 80,
-                    namespace: None,
-                },
-                routing,
-                auth: None,
-                gateway: Default::default(),
-                service_account_name: None,
-                landing_page: None,
-            },
-        );
-        app.metadata.namespace = Some("team".into());
-        app
+        crate::nebari_app::example_app(routing)
     }
 
     #[test]

@@ -65,7 +65,7 @@ impl TlsPlan {
 
 #[cfg(test)]
 mod tests {
-    use crds::nebari::{NebariAppSpec, RoutingConfig, RoutingTlsConfig, ServiceReference};
+    use crds::nebari::{RoutingConfig, RoutingTlsConfig};
 
     use super::*;
 
@@ -76,24 +76,7 @@ mod tests {
     }
 
     fn app(routing: Option<RoutingConfig>) -> NebariApp {
-        let mut app = NebariApp::new(
-            "web",
-            NebariAppSpec {
-                hostname: "web.example.com".into(),
-                service: ServiceReference {
-                    name: "web".into(),
-                    port: 80,
-                    namespace: None,
-                },
-                routing,
-                auth: None,
-                gateway: Default::default(),
-                service_account_name: None,
-                landing_page: None,
-            },
-        );
-        app.metadata.namespace = Some("team".into());
-        app
+        crate::nebari_app::example_app(routing)
     }
 
     #[test]

@@ -9,7 +9,7 @@ use crds::nebari::NebariApp;
 use e2e::fixtures::{standins, third_party_crds};
 use e2e::harness::{Deadline, ManagerOptions, ManagerProcess, TestCluster, conditions, events, wait_until};
 use k8s_openapi::ByteString;
-use k8s_openapi::api::core::v1::{Namespace, Secret, Service, ServicePort, ServiceSpec};
+use k8s_openapi::api::core::v1::{Namespace, Secret, Service};
 use k8s_openapi::api::events::v1::Event;
 use keycloak_emulator::{EmulatorConfig, EmulatorHandle, KeycloakEmulator};
 use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
@@ -287,22 +287,7 @@ impl World {
 
     /// Creates the backend Service exposing `port`.
     pub async fn create_service(&self, port: i32) {
-        let service = Service {
-            metadata: ObjectMeta {
-                name: Some(SERVICE.into()),
-                ..Default::default()
-            },
-            spec: Some(ServiceSpec {
-                selector: Some(BTreeMap::from([("app".to_string(), SERVICE.to_string())])),
-                ports: Some(vec![ServicePort {
-                    name: Some("http".into()),
-                    port,
-                    ..Default::default()
-                }]),
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
+        let service = sandbox::surroundings::nebari::backend_service(SERVICE, &self.namespace, port);
         self.services()
             .create(&PostParams::default(), &service)
             .await

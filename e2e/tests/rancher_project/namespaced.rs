@@ -5,20 +5,11 @@ use e2e::harness::{Deadline, ManagerOptions, ManagerProcess, OPERATOR_NAMESPACE,
 use kube::api::Api;
 use kube::core::DynamicObject;
 use sandbox::surroundings::rancher::{ProjectSandboxOptions, sandbox_prepare};
-use serde_json::Value;
 
-use crate::support::{NAMESPACE, is_ready, mrp_resource, rpi_resource};
+use crate::support::{NAMESPACE, get_json as get, is_ready, mrp_resource, rpi_resource};
 
 /// The namespace the namespaced overlay watches.
 const WATCHED: &str = "tenant-a";
-
-async fn get(api: &Api<DynamicObject>, name: &str) -> Result<Value, String> {
-    api.get_opt(name)
-        .await
-        .map_err(|e| e.to_string())?
-        .map(|o| serde_json::to_value(o).expect("serializes"))
-        .ok_or_else(|| format!("no {name}"))
-}
 
 #[tokio::test]
 async fn a_namespaced_install_makes_the_sample_ready_and_counts_it_holding_only_roles() {

@@ -6,17 +6,8 @@ use e2e::harness::{Deadline, ManagerOptions, ManagerProcess, TestCluster, wait_u
 use kube::api::Api;
 use kube::core::DynamicObject;
 use sandbox::surroundings::rancher::{ProjectSandboxOptions, sandbox_prepare};
-use serde_json::Value;
 
-use crate::support::{NAMESPACE, is_ready, mrp_resource, pending, rpi_resource};
-
-async fn get(api: &Api<DynamicObject>, name: &str) -> Result<Value, String> {
-    api.get_opt(name)
-        .await
-        .map_err(|e| e.to_string())?
-        .map(|o| serde_json::to_value(o).expect("serializes"))
-        .ok_or_else(|| format!("no {name}"))
-}
+use crate::support::{NAMESPACE, get_json as get, is_ready, mrp_resource, pending, rpi_resource};
 
 #[tokio::test]
 async fn the_samples_reconcile_in_the_sandbox_surroundings() {

@@ -151,6 +151,15 @@ pub fn pending(object: &Value, group: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The object `name` as JSON, or why it cannot be read (for polling).
+pub async fn get_json(api: &Api<DynamicObject>, name: &str) -> Result<Value, String> {
+    api.get_opt(name)
+        .await
+        .map_err(|e| e.to_string())?
+        .map(|o| serde_json::to_value(o).expect("serializes"))
+        .ok_or_else(|| format!("no {name}"))
+}
+
 /// Whether an object is Ready for its current generation, in phase `Ready`.
 pub fn is_ready(object: &Value) -> bool {
     object["status"]["phase"] == "Ready" && conditions::is_ready(object)
