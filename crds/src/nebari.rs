@@ -401,7 +401,8 @@ pub struct NebariAppStatus {
     /// The generation the status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
-    /// The hostname currently served (mirrors spec.hostname).
+    /// The hostname the app serves: spec.hostname once the app's namespace owns it; empty while another
+    /// namespace's app holds it or the platform does not allow it (see the RoutingReady condition).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hostname: Option<String>,
     /// The Gateway routing to the application.

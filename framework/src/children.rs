@@ -148,6 +148,16 @@ pub enum ChildError {
         /// The child's namespace.
         namespace: String,
     },
+    /// An object of the child's name exists and its owner annotation names another owner: applying would take
+    /// it over (e.g. two owners whose names join to the same child name), so it is left alone. The message does
+    /// not say who the other owner is; that may be another tenant.
+    #[error("{kind} {name} already exists and belongs to another owner; it was left unchanged")]
+    OwnedByAnother {
+        /// The child's kind.
+        kind: String,
+        /// The child's name.
+        name: String,
+    },
     /// The child could not be serialized (a bug in a builder).
     #[error("cannot serialize {kind} {name}: {source}")]
     Serialize {
@@ -166,7 +176,7 @@ impl ChildError {
     pub fn kube_error(&self) -> Option<&kube::Error> {
         match self {
             ChildError::Api { source, .. } => Some(source),
-            ChildError::Undeclared { .. } | ChildError::Serialize { .. } => None,
+            ChildError::Undeclared { .. } | ChildError::OwnedByAnother { .. } | ChildError::Serialize { .. } => None,
         }
     }
 }
@@ -292,6 +302,9 @@ impl ChildSet {
             source,
         })?;
         if let Some(live) = live {
+            if self.owned_by_another(&live) {
+                return Err(ChildError::OwnedByAnother { kind, name });
+            }
             let live_value = serde_json::to_value(&live).map_err(|source| ChildError::Serialize {
                 kind: kind.clone(),
                 name: name.clone(),
@@ -398,6 +411,16 @@ impl ChildSet {
             deleted.push(key.name);
         }
         Ok(deleted)
+    }
+
+    /// Whether `item` carries an owner annotation naming someone else (and no ownerReference to this owner). An
+    /// object without the annotation is adopted: that is how the replaced operator's objects are taken over.
+    fn owned_by_another<T: Resource>(&self, item: &T) -> bool {
+        let other_annotation = item
+            .annotations()
+            .get(&self.config.owner_annotation)
+            .is_some_and(|owner| owner != &self.owner_id);
+        other_annotation && !item.owner_references().iter().any(|r| r.uid == self.owner_ref.uid)
     }
 
     /// Whether `item` belongs to this set's owner: by controller ownerReference, or by owner annotation.

@@ -26,6 +26,7 @@ pub mod metadata;
 pub mod metrics;
 pub mod names;
 pub mod namespaces;
+pub mod peers;
 pub mod runner;
 pub mod sanitize;
 pub mod secrets;

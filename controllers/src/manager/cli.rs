@@ -10,6 +10,7 @@ use framework::secrets::SecretRef;
 use crate::application_credential::KeystoneApplicationCredentialSettings;
 use crate::keycloak::KeycloakConnection;
 use crate::nebari_app::NebariAppSettings;
+use crate::nebari_app::hostname::{HostnamePattern, HostnamePolicy};
 use crate::rancher::RancherConnection;
 use crate::rancher_inventory::RancherInventorySettings;
 use crate::rancher_project::RancherProjectSettings;
@@ -196,6 +197,17 @@ pub struct NebariAppFlags {
         default_value_t = 30
     )]
     pub keycloak_api_timeout_seconds: u64,
+
+    /// Hostnames each namespace's apps may serve, comma-separated patterns with a `{namespace}` placeholder
+    /// (`{namespace}.apps.example.com,*.{namespace}.example.com`). Empty allows every hostname; either way a
+    /// hostname belongs to the namespace that claimed it first.
+    #[arg(
+        long = "nebari-allowed-hostnames",
+        env = "NEBARI_ALLOWED_HOSTNAMES",
+        value_delimiter = ',',
+        value_parser = clap::value_parser!(HostnamePattern)
+    )]
+    pub allowed_hostnames: Vec<HostnamePattern>,
 }
 
 /// Flags of the KeystoneApplicationCredential controller.
@@ -406,6 +418,7 @@ impl NebariAppFlags {
             },
             keycloak_issuer_url: self.keycloak_issuer_url.clone(),
             keycloak_external_url: self.keycloak_external_url.clone(),
+            allowed_hostnames: HostnamePolicy::new(self.allowed_hostnames.clone()),
         }
     }
 }
@@ -511,5 +524,27 @@ mod tests {
         assert_eq!(defaults.namespaces, vec!["a", "b"]);
         assert_eq!(defaults.field_manager("nebariapp"), "platform-operator-nebariapp");
         assert_eq!(cli.keystone_application_credential.settings().fallback_url, None);
+        assert!(
+            nebari.allowed_hostnames.allows("any", "any.example.org"),
+            "no patterns allow everything"
+        );
+    }
+
+    #[test]
+    fn hostname_policies_are_validated_at_start() {
+        let cli = Cli::parse_from([
+            "manager",
+            "--nebari-allowed-hostnames={namespace}.apps.example.com,*.{namespace}.example.com",
+        ]);
+        let policy = cli.nebari_app.settings().allowed_hostnames;
+        assert!(policy.allows("team", "team.apps.example.com"));
+        assert!(policy.allows("team", "web.team.example.com"));
+        assert!(!policy.allows("team", "web.other.example.com"));
+        let error = Cli::try_parse_from(["manager", "--nebari-allowed-hostnames=*.{tenant}.example.com"])
+            .expect_err("a bad pattern stops the start");
+        assert!(
+            error.to_string().contains("the only placeholder is {namespace}"),
+            "{error}"
+        );
     }
 }

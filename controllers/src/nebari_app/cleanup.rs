@@ -75,8 +75,9 @@ pub async fn cleanup(
 
     let settings = &controller.settings;
     let listeners = ListenerWriter::new(ctx, &names);
+    let held = app.status.as_ref().and_then(|s| s.hostname.as_deref());
     for gateway in [&settings.public_gateway, &settings.internal_gateway] {
-        listeners.withdraw(gateway, &settings.gateway_namespace).await?;
+        listeners.withdraw(held, gateway, &settings.gateway_namespace).await?;
     }
     let certificates: Api<Certificate> = Api::namespaced(ctx.client.clone(), &settings.gateway_namespace);
     if let Some(cert) = certificates

@@ -5,6 +5,10 @@
 //! made by the replaced operator (written with a whole-Gateway update, so owned by another manager) is taken
 //! over by the forced apply and, if withdrawing leaves it behind, removed by a JSON patch that tests its name
 //! first.
+//!
+//! The replaced operator's listener name (`tls-<app>-<ns>`) is ambiguous when either name contains a `-`, so such
+//! apps now use a hashed name (`naming.rs`); a listener under the old name is retired only when it serves the
+//! app's own hostname, which hostname ownership (`hostname.rs`) makes the app's alone.
 
 use crds::nebari::NebariApp;
 use framework::error::{KubeError, kube_error};
@@ -67,6 +71,8 @@ impl<'a> ListenerWriter<'a> {
         let Some(live) = self.live_gateway(gateway, namespace).await? else {
             return Ok(ListenerOutcome::GatewayMissing);
         };
+        self.retire_legacy(&live, &app.spec.hostname, gateway, namespace)
+            .await?;
         let desired = listener(app, self.names, secret, namespace);
         if let Some((_, current)) = find_listener(&live, &self.names.listener())
             && framework::children::is_subset(&desired, current)
@@ -92,19 +98,23 @@ impl<'a> ListenerWriter<'a> {
         }
     }
 
-    /// Removes the app's listener from `gateway` if it is there. Writes nothing when it is not.
-    pub async fn withdraw(&self, gateway: &str, namespace: &str) -> Result<(), NebariAppError> {
+    /// Removes the app's listener (and a legacy-named one serving `held`, the hostname the app holds) from
+    /// `gateway` if it is there. Writes nothing when neither is.
+    pub async fn withdraw(&self, held: Option<&str>, gateway: &str, namespace: &str) -> Result<(), NebariAppError> {
         let listener = self.names.listener();
         let Some(live) = self.live_gateway(gateway, namespace).await? else {
             return Ok(());
         };
+        if let Some(held) = held {
+            self.retire_legacy(&live, held, gateway, namespace).await?;
+        }
         if find_listener(&live, &listener).is_none() {
             return Ok(());
         }
-        let api = gateway_api(self.ctx, namespace);
         let body = gateway_apply_body(gateway, namespace, Vec::new());
         let params = PatchParams::apply(&self.names.listener_field_manager(&self.ctx.field_manager)).force();
-        api.patch(gateway, &params, &Patch::Apply(&body))
+        gateway_api(self.ctx, namespace)
+            .patch(gateway, &params, &Patch::Apply(&body))
             .await
             .map_err(kube_error(format!(
                 "withdrawing the listener from Gateway {namespace}/{gateway}"
@@ -114,18 +124,58 @@ impl<'a> ListenerWriter<'a> {
         let Some(after) = self.live_gateway(gateway, namespace).await? else {
             return Ok(());
         };
-        if let Some((index, _)) = find_listener(&after, &listener) {
-            let patch: json_patch::Patch = serde_json::from_value(json!([
-                {"op": "test", "path": format!("/spec/listeners/{index}/name"), "value": listener},
-                {"op": "remove", "path": format!("/spec/listeners/{index}")},
-            ]))
-            .map_err(|e| NebariAppError::Invalid(format!("building the listener removal patch: {e}")))?;
-            api.patch(gateway, &PatchParams::default(), &Patch::<()>::Json(patch))
-                .await
-                .map_err(kube_error(format!(
-                    "removing the listener from Gateway {namespace}/{gateway}"
-                )))?;
+        if let Some((index, item)) = find_listener(&after, &listener) {
+            self.remove_item(gateway, namespace, index, item).await?;
         }
+        Ok(())
+    }
+
+    /// Removes the listener under the replaced operator's name when this app's name differs from it and it
+    /// serves `hostname` (then it is this app's: nobody else may serve the hostname).
+    async fn retire_legacy(
+        &self,
+        live: &Value,
+        hostname: &str,
+        gateway: &str,
+        namespace: &str,
+    ) -> Result<(), NebariAppError> {
+        let legacy = self.names.legacy_listener();
+        if legacy == self.names.listener() {
+            return Ok(());
+        }
+        match find_listener(live, &legacy) {
+            Some((index, item)) if item["hostname"].as_str() == Some(hostname) => {
+                self.remove_item(gateway, namespace, index, item).await
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Removes the listener `item` at `index` by a JSON patch that first tests its name and hostname, so a list
+    /// changed meanwhile is left alone.
+    async fn remove_item(
+        &self,
+        gateway: &str,
+        namespace: &str,
+        index: usize,
+        item: &Value,
+    ) -> Result<(), NebariAppError> {
+        let mut ops =
+            vec![json!({"op": "test", "path": format!("/spec/listeners/{index}/name"), "value": item["name"]})];
+        if !item["hostname"].is_null() {
+            ops.push(
+                json!({"op": "test", "path": format!("/spec/listeners/{index}/hostname"), "value": item["hostname"]}),
+            );
+        }
+        ops.push(json!({"op": "remove", "path": format!("/spec/listeners/{index}")}));
+        let patch: json_patch::Patch = serde_json::from_value(Value::Array(ops))
+            .map_err(|e| NebariAppError::Invalid(format!("building the listener removal patch: {e}")))?;
+        gateway_api(self.ctx, namespace)
+            .patch(gateway, &PatchParams::default(), &Patch::<()>::Json(patch))
+            .await
+            .map_err(kube_error(format!(
+                "removing the listener from Gateway {namespace}/{gateway}"
+            )))?;
         Ok(())
     }
 }

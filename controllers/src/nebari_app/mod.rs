@@ -16,6 +16,7 @@ pub mod auth_hash;
 pub mod cleanup;
 pub mod discovery;
 pub mod error;
+pub mod hostname;
 pub mod keycloak_sync;
 pub mod listener;
 pub mod naming;
@@ -38,6 +39,7 @@ use crds::thirdparty::envoy_gateway::SecurityPolicy;
 use framework::children::{ChildConfig, ChildKinds, ChildSet, Placement};
 use framework::clock::{Clock, SystemClock};
 use framework::finalizer::FinalizerSpec;
+use framework::peers::Peers;
 use framework::runner::{Context, Outcome, Reconciler, Running, Runtime, Scope, StartError};
 use gateway_api::gateways::Gateway;
 use gateway_api::httproutes::HttpRoute;
@@ -76,6 +78,8 @@ pub struct NebariAppController {
     pub keycloak: KeycloakClient,
     /// The clock (for condition times).
     pub clock: Arc<dyn Clock>,
+    /// Every namespace's apps, for deciding who owns a hostname.
+    pub peers: Peers<NebariApp>,
 }
 
 impl NebariAppController {
@@ -93,6 +97,7 @@ impl NebariAppController {
             settings,
             keycloak,
             clock: Arc::new(SystemClock),
+            peers: Peers::default(),
         })
     }
 
@@ -138,6 +143,7 @@ impl Reconciler for NebariAppController {
 
     fn watches(&self, controller: Controller<NebariApp>, scope: &Scope) -> Controller<NebariApp> {
         let store = controller.store();
+        self.peers.register(store.clone(), scope.namespace());
         let managed =
             watcher::Config::default().labels(&format!("{}={MANAGED_BY}", framework::children::LABEL_MANAGED_BY));
 
@@ -192,8 +198,10 @@ impl Reconciler for NebariAppController {
             .watches(client_secrets, watcher::Config::default(), move |secret| {
                 apps_reading_client_secret(&by_client_secret, &secret)
             })
-            .watches(apps, watcher::Config::default(), move |_| {
-                apps_with_token_exchange(&by_peer)
+            .watches(apps, watcher::Config::default(), move |changed| {
+                let mut affected = apps_with_token_exchange(&by_peer);
+                affected.extend(apps_sharing_hostname(&by_peer, &changed));
+                affected
             })
     }
 
@@ -294,6 +302,17 @@ fn apps_with_token_exchange(store: &Store<NebariApp>) -> Vec<ObjectRef<NebariApp
                 .and_then(|a| a.token_exchange.as_ref())
                 .is_some_and(|t| t.enabled)
         })
+        .map(|app| ObjectRef::from_obj(app.as_ref()))
+        .collect()
+}
+
+/// Apps (other than `changed`) claiming `changed`'s hostname: when an app appears, moves or goes, who owns its
+/// hostname may change.
+fn apps_sharing_hostname(store: &Store<NebariApp>, changed: &NebariApp) -> Vec<ObjectRef<NebariApp>> {
+    store
+        .state()
+        .iter()
+        .filter(|app| app.uid() != changed.uid() && app.spec.hostname.eq_ignore_ascii_case(&changed.spec.hostname))
         .map(|app| ObjectRef::from_obj(app.as_ref()))
         .collect()
 }

@@ -1,5 +1,11 @@
 //! Names of everything a NebariApp produces, as nebari-operator named them (so a running system is taken over
 //! in place), shortened with a stable hash only when a name would exceed Kubernetes' limits.
+//!
+//! Objects in the shared gateway namespace (the listener, the Certificate and its Secret) join the app's name and
+//! namespace, which is ambiguous as soon as either contains a `-`: app `a-b` in `c` and app `a` in `b-c` would
+//! both be `tls-a-b-c`. Those names keep the original form only when neither part contains a `-` (then the form
+//! is unambiguous); otherwise a hash of `<namespace>/<app>` is appended. An original name has exactly the two
+//! separators of its template, a hashed one at least one more, so the two forms never meet.
 
 use framework::names::{DNS1123_LABEL_MAX, DNS1123_SUBDOMAIN_MAX, truncate_with_hash};
 
@@ -25,6 +31,27 @@ impl AppNames {
         truncate_with_hash(&name, DNS1123_SUBDOMAIN_MAX)
     }
 
+    /// `<app>-<ns>`, made injective when ambiguous (see the module documentation).
+    fn app_and_namespace(&self) -> String {
+        self.unambiguous(format!("{}-{}", self.app, self.namespace))
+    }
+
+    /// `joined` (a name joining the app's and namespace's names with `-`), suffixed with a hash of both when the
+    /// join is ambiguous.
+    fn unambiguous(&self, joined: String) -> String {
+        if self.app.contains('-') || self.namespace.contains('-') {
+            format!("{joined}-{}", framework::names::short_hash(&self.owner()))
+        } else {
+            joined
+        }
+    }
+
+    /// The listener name nebari-operator used, `tls-<app>-<ns>`: ambiguous for names with a `-`, so a listener
+    /// of that name is withdrawn only when it serves this app's hostname (hostnames are exclusive per namespace).
+    pub fn legacy_listener(&self) -> String {
+        truncate_with_hash(&format!("tls-{}-{}", self.app, self.namespace), DNS1123_LABEL_MAX)
+    }
+
     /// The main HTTPRoute: `<app>-route`.
     pub fn route(&self) -> String {
         self.subdomain(format!("{}-route", self.app))
@@ -42,17 +69,17 @@ impl AppNames {
 
     /// The Certificate in the gateway namespace: `<app>-<ns>-cert`.
     pub fn certificate(&self) -> String {
-        self.subdomain(format!("{}-{}-cert", self.app, self.namespace))
+        self.subdomain(format!("{}-cert", self.app_and_namespace()))
     }
 
     /// The certificate's Secret in the gateway namespace: `<app>-<ns>-tls`.
     pub fn tls_secret(&self) -> String {
-        self.subdomain(format!("{}-{}-tls", self.app, self.namespace))
+        self.subdomain(format!("{}-tls", self.app_and_namespace()))
     }
 
     /// The per-app Gateway listener: `tls-<app>-<ns>` (listener names are DNS-1123 labels: at most 63 chars).
     pub fn listener(&self) -> String {
-        truncate_with_hash(&format!("tls-{}-{}", self.app, self.namespace), DNS1123_LABEL_MAX)
+        truncate_with_hash(&format!("tls-{}", self.app_and_namespace()), DNS1123_LABEL_MAX)
     }
 
     /// The OIDC client Secret: `<app>-oidc-client`.
@@ -102,7 +129,10 @@ impl AppNames {
     /// (`controller_manager`) suffixed with the app, so each app's listener is an independently owned item of the
     /// `listeners` list-map.
     pub fn listener_field_manager(&self, controller_manager: &str) -> String {
-        truncate_with_hash(&format!("{controller_manager}-{}-{}", self.namespace, self.app), 128)
+        truncate_with_hash(
+            &self.unambiguous(format!("{controller_manager}-{}-{}", self.namespace, self.app)),
+            128,
+        )
     }
 }
 
@@ -125,6 +155,31 @@ mod tests {
         assert_eq!(n.keycloak_spa_client(None), "data-jupyter-spa");
         assert_eq!(n.keycloak_spa_client(Some("custom")), "custom");
         assert_eq!(n.keycloak_device_client(), "data-jupyter-device");
+    }
+
+    #[test]
+    fn gateway_namespace_names_are_injective() {
+        let first = AppNames::new("c", "a-b");
+        let second = AppNames::new("b-c", "a");
+        assert_eq!(
+            first.legacy_listener(),
+            second.legacy_listener(),
+            "the original form collides"
+        );
+        assert_ne!(first.listener(), second.listener());
+        assert_ne!(first.certificate(), second.certificate());
+        assert_ne!(first.tls_secret(), second.tls_secret());
+        assert!(first.listener().starts_with("tls-a-b-c-"), "{}", first.listener());
+        let plain = AppNames::new("data", "jupyter");
+        assert_eq!(
+            plain.listener(),
+            plain.legacy_listener(),
+            "unambiguous names keep the original form"
+        );
+        assert_eq!(plain.listener().matches('-').count(), 2);
+        assert!(first.listener().matches('-').count() > 2);
+        assert_ne!(first.listener_field_manager("m"), second.listener_field_manager("m"));
+        assert_eq!(plain.listener_field_manager("m"), "m-data-jupyter");
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! One NebariApp reconcile: a [`Pass`] runs the steps in order, each defined in the file named after what it
 //! produces:
 //!
-//! 1. prerequisites (`prerequisites.rs`): the namespace opted in, the backend Service with its port;
+//! 1. prerequisites (`prerequisites.rs`): the namespace opted in, the backend Service with its port; then the
+//!    hostname (`hostname.rs`): allowed in the namespace and not claimed by another namespace's app (a refused
+//!    app has everything that served its traffic withdrawn);
 //! 2. TLS (`tls.rs`): the Certificate or the user's Secret, and the app's listener on its Gateway;
 //! 3. auth (`auth.rs`): the OIDC client (provisioned in Keycloak or named by `clientSecretRef`), its Secret, the
 //!    Secret's reader RBAC and the SecurityPolicy;
@@ -44,6 +46,11 @@ pub async fn reconcile(
         pass.status.finish_with(blocked);
         return pass.publish(Ok(next)).await;
     }
+    if let Some(refused) = pass.hostname_claim().await? {
+        let next = pass.refuse_hostname(refused).await;
+        return pass.publish(next).await;
+    }
+    pass.status.status.hostname = Some(app.spec.hostname.clone());
     let outcome = pass.steps().await;
     pass.derive_ready();
     pass.publish(outcome).await
@@ -82,8 +89,7 @@ pub struct Pass<'a> {
 impl<'a> Pass<'a> {
     fn new(controller: &'a NebariAppController, ctx: &'a Context, app: &'a NebariApp) -> Result<Self, NebariAppError> {
         let names = AppNames::new(&app.namespace().unwrap_or_default(), &app.name_any());
-        let mut status = status::begin(app, controller.clock.now());
-        status.status.hostname = Some(app.spec.hostname.clone());
+        let status = status::begin(app, controller.clock.now());
         Ok(Self {
             controller,
             ctx,

@@ -1,5 +1,6 @@
 //! What the NebariApp controller is configured with: the shared Gateways, the certificate issuer and Keycloak.
 
+use super::hostname::HostnamePolicy;
 use crate::keycloak::KeycloakConnection;
 
 /// Settings of the NebariApp controller.
@@ -25,6 +26,8 @@ pub struct NebariAppSettings {
     pub keycloak_issuer_url: Option<String>,
     /// Browser-facing Keycloak URL (authorize and logout endpoints, `issuer-url` in the OIDC Secret).
     pub keycloak_external_url: Option<String>,
+    /// The hostnames each namespace's apps may serve (`--nebari-allowed-hostnames`; empty allows all).
+    pub allowed_hostnames: HostnamePolicy,
 }
 
 impl NebariAppSettings {
@@ -71,6 +74,7 @@ impl NebariAppSettings {
             },
             keycloak_issuer_url: None,
             keycloak_external_url: None,
+            allowed_hostnames: HostnamePolicy::default(),
         }
     }
 }

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use crds::nebari::NebariApp;
 use crds::thirdparty::cert_manager::{Certificate, CertificateSpec, IssuerRef};
+use framework::children::ChildError;
 use framework::conditions::ConditionUpdate;
 use framework::error::kube_error;
 use k8s_openapi::api::core::v1::Secret;
@@ -16,6 +17,10 @@ use super::naming::AppNames;
 use super::reconcile::Pass;
 use super::status::TLS_READY;
 use super::tls_plan::TlsPlan;
+
+/// Annotation on a TLS Secret of the gateway namespace naming the namespaces whose apps may serve it
+/// (comma-separated, or `*` for all). A Secret without it serves no app.
+pub const ALLOWED_NAMESPACES_ANNOTATION: &str = "nebari.dev/allowed-namespaces";
 
 /// Labels that map a Certificate in the gateway namespace back to its NebariApp.
 pub const APP_NAME_LABEL: &str = "nebari.dev/nebariapp-name";
@@ -62,7 +67,9 @@ impl Pass<'_> {
         // The app's listener lives on at most one Gateway: withdraw it from every Gateway that is not the target.
         for gateway in [&settings.public_gateway, &settings.internal_gateway] {
             if !self.plan.has_own_listener() || gateway != target_gateway {
-                listeners.withdraw(gateway, gateway_ns).await?;
+                listeners
+                    .withdraw(Some(&self.app.spec.hostname), gateway, gateway_ns)
+                    .await?;
             }
         }
 
@@ -92,10 +99,30 @@ impl Pass<'_> {
                 Ok(settings.https_section.clone())
             }
             TlsPlan::Issued { issuer } => {
-                let cert = self
+                let cert = match self
                     .children
                     .apply(certificate(self.app, &self.names, issuer, gateway_ns))
-                    .await?;
+                    .await
+                {
+                    Ok(cert) => cert,
+                    Err(ChildError::OwnedByAnother { kind, name }) => {
+                        // Never serve another app's certificate: fall back to the shared listener.
+                        listeners
+                            .withdraw(Some(&self.app.spec.hostname), target_gateway, gateway_ns)
+                            .await?;
+                        self.status.set(ConditionUpdate::failed(
+                            TLS_READY,
+                            "NameConflict",
+                            format!(
+                                "{kind} {gateway_ns}/{name} belongs to another owner; routes use the Gateway's \
+                                 shared {} listener",
+                                settings.https_section
+                            ),
+                        ));
+                        return Ok(settings.https_section.clone());
+                    }
+                    Err(error) => return Err(error.into()),
+                };
                 let outcome = listeners
                     .ensure(self.app, target_gateway, gateway_ns, &self.names.tls_secret())
                     .await?;
@@ -112,6 +139,18 @@ impl Pass<'_> {
                     .get_opt(secret)
                     .await
                     .map_err(kube_error("reading the TLS Secret"))?;
+                if let Some(refused) = user_secret
+                    .as_ref()
+                    .and_then(|s| secret_refusal(s, &self.names.namespace))
+                {
+                    // Never let a tenant serve a Secret of the gateway namespace that was not meant for it (the
+                    // platform's wildcard certificate, say): withdraw the listener, use the shared one.
+                    listeners
+                        .withdraw(Some(&self.app.spec.hostname), target_gateway, gateway_ns)
+                        .await?;
+                    self.status.set(refused);
+                    return Ok(settings.https_section.clone());
+                }
                 let outcome = listeners.ensure(self.app, target_gateway, gateway_ns, secret).await?;
                 if let Some(problem) = listener_problem(outcome, gateway_ns, target_gateway) {
                     self.status.set(problem);
@@ -159,8 +198,30 @@ fn certificate_condition(cert: &Certificate, names: &AppNames) -> ConditionUpdat
     }
 }
 
-/// TLSReady for a user-provided Secret: it must exist, be of type `kubernetes.io/tls` and hold a certificate
-/// and key.
+/// `TLSReady` refusing a user-named Secret that does not opt in for the app's namespace, or `None` when it does.
+pub fn secret_refusal(secret: &Secret, namespace: &str) -> Option<ConditionUpdate> {
+    let allowed = secret
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(ALLOWED_NAMESPACES_ANNOTATION))
+        .is_some_and(|list| list.split(',').map(str::trim).any(|n| n == "*" || n == namespace));
+    (!allowed).then(|| {
+        ConditionUpdate::failed(
+            TLS_READY,
+            "TLSSecretNotAllowed",
+            format!(
+                "TLS Secret {}/{} is not offered to namespace {namespace}: a platform admin must annotate it \
+                 {ALLOWED_NAMESPACES_ANNOTATION}={namespace}; routes use the Gateway's shared listener",
+                secret.metadata.namespace.as_deref().unwrap_or_default(),
+                secret.metadata.name.as_deref().unwrap_or_default(),
+            ),
+        )
+    })
+}
+
+/// `TLSReady` for a user-named Secret that may serve the app: it must exist, be of type `kubernetes.io/tls` and
+/// hold a certificate and key.
 pub fn user_secret_condition(secret: Option<&Secret>, namespace: &str, name: &str) -> ConditionUpdate {
     let Some(secret) = secret else {
         return ConditionUpdate::failed(
@@ -248,6 +309,33 @@ mod tests {
             (ready.reason.as_str(), ready.message.as_str()),
             ("UserProvidedSecretReady", "serving TLS Secret gw/my-cert")
         );
+    }
+
+    #[test]
+    fn a_gateway_secret_serves_only_the_namespaces_it_names() {
+        let mut secret = Secret::default();
+        secret.metadata.namespace = Some("gw".into());
+        secret.metadata.name = Some("wildcard".into());
+        let refused = secret_refusal(&secret, "team").expect("no annotation, no service");
+        assert_eq!(refused.reason, "TLSSecretNotAllowed");
+        assert!(
+            refused
+                .message
+                .starts_with("TLS Secret gw/wildcard is not offered to namespace team")
+        );
+        for (list, allowed) in [
+            ("team", true),
+            ("a, team", true),
+            ("*", true),
+            ("teams,a", false),
+            ("", false),
+        ] {
+            secret.metadata.annotations = Some(BTreeMap::from([(
+                ALLOWED_NAMESPACES_ANNOTATION.to_string(),
+                list.to_string(),
+            )]));
+            assert_eq!(secret_refusal(&secret, "team").is_none(), allowed, "{list:?}");
+        }
     }
 
     #[test]

@@ -13,69 +13,15 @@
 //! API server once, and then counts over the watched namespaces, saying so in its log (docs/security.md).
 
 use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use crds::rancher::ManagedRancherProject;
-use framework::error::kube_error;
-use framework::namespaces::{WatchedNamespaces, WidestList};
 use kube::ResourceExt;
-use kube::api::ListParams;
-use kube::runtime::reflector::Store;
 
 use super::desired::{self, BindingKey, DesiredMember};
-use super::error::MrpError;
 
-/// The controller's cache of every namespace's ManagedRancherProjects, when it watches them all, and whether it
-/// may list them cluster-wide otherwise.
-#[derive(Default)]
-pub struct Peers {
-    cluster_wide: Mutex<Option<Store<ManagedRancherProject>>>,
-    widest: WidestList,
-}
-
-impl Peers {
-    /// Registers the cache of one watch: kept when it covers every namespace (`namespace` is `None`); the cache
-    /// of one namespace is not enough to count what other objects share.
-    pub fn register(&self, store: Store<ManagedRancherProject>, namespace: Option<&str>) {
-        if namespace.is_none()
-            && let Ok(mut cluster_wide) = self.cluster_wide.lock()
-        {
-            *cluster_wide = Some(store);
-        }
-    }
-
-    /// Every object of every watched namespace: from the cache when it covers the whole cluster, else listed.
-    pub async fn all(
-        &self,
-        client: &kube::Client,
-        namespaces: &WatchedNamespaces,
-    ) -> Result<Vec<Arc<ManagedRancherProject>>, MrpError> {
-        let cached = self
-            .cluster_wide
-            .lock()
-            .ok()
-            .and_then(|store| store.as_ref().map(Store::state));
-        match cached {
-            Some(all) => Ok(all),
-            None => self.list_afresh(client, namespaces).await,
-        }
-    }
-
-    /// Every object of every namespace, listed now: cluster-wide when the manager may, else over the watched
-    /// namespaces (a namespaced install).
-    pub async fn list_afresh(
-        &self,
-        client: &kube::Client,
-        namespaces: &WatchedNamespaces,
-    ) -> Result<Vec<Arc<ManagedRancherProject>>, MrpError> {
-        let (listed, _) = self
-            .widest
-            .list::<ManagedRancherProject>(client, namespaces, &ListParams::default())
-            .await
-            .map_err(kube_error("listing ManagedRancherProjects"))?;
-        Ok(listed.into_iter().map(Arc::new).collect())
-    }
-}
+/// The controller's view of every namespace's ManagedRancherProjects.
+pub type Peers = framework::peers::Peers<ManagedRancherProject>;
 
 /// The objects other than `me` that are not being deleted.
 pub fn others(all: &[Arc<ManagedRancherProject>], me: &ManagedRancherProject) -> Vec<Arc<ManagedRancherProject>> {

@@ -155,11 +155,7 @@ impl TestCluster {
 
     /// Creates a namespace with a unique name starting with `prefix` and returns its name.
     pub async fn create_namespace(&self, prefix: &str) -> String {
-        let suffix = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
-        let name = format!("{prefix}-{:05x}", suffix % 0xfffff);
+        let name = format!("{prefix}-{}", unique_suffix());
         self.create_namespace_named(&name, &[]).await;
         name
     }
@@ -220,4 +216,13 @@ pub async fn client_for(kubeconfig: &Path) -> Client {
         .await
         .expect("load kubeconfig");
     Client::try_from(config).expect("build kube client")
+}
+
+/// Five hex digits that differ between calls made at different times: makes names unique within a test.
+pub fn unique_suffix() -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("{:05x}", nanos % 0xfffff)
 }

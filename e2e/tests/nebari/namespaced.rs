@@ -44,7 +44,8 @@ async fn a_namespaced_install_serves_an_app_with_auth_and_tls_holding_only_roles
             json!({"serviceAccountName": "web-sa", "routing": {}, "auth": {"enabled": true}}),
         )
         .await;
-    let cert = format!("web-{ns}-cert");
+    // The overlay's namespace has a `-`, so the gateway-namespace names carry a hash (naming.rs).
+    let cert = controllers::nebari_app::naming::AppNames::new(&ns, "web").certificate();
     world
         .wait_object(&certificates(), GATEWAY_NAMESPACE, &cert, |_| true)
         .await;

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use crds::nebari::NebariApp;
 use e2e::fixtures::{standins, third_party_crds};
+use e2e::harness::kubectl::Kubectl;
 use e2e::harness::{Deadline, ManagerOptions, ManagerProcess, TestCluster, conditions, events, wait_until};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{Namespace, Secret, Service};
@@ -59,6 +60,8 @@ pub struct Setup {
     /// Run the manager as the namespaced install (`manifests/overlays/namespaced`: Roles only, watching the
     /// overlay's example namespace, which then is the test's namespace).
     pub namespaced: bool,
+    /// Further flags for the manager (policies).
+    pub manager_args: Vec<String>,
 }
 
 /// The namespace the namespaced overlay watches.
@@ -72,6 +75,7 @@ impl Default for Setup {
             cluster_issuer: false,
             manager: true,
             namespaced: false,
+            manager_args: Vec::new(),
         }
     }
 }
@@ -88,6 +92,8 @@ pub struct World {
     pub namespace: String,
     /// Whether the manager runs as the namespaced install.
     pub namespaced: bool,
+    /// Further flags for the manager.
+    pub manager_args: Vec<String>,
 }
 
 fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
@@ -172,7 +178,10 @@ impl World {
             cluster.create_namespace_named(NAMESPACED_INSTALL_NAMESPACE, &[]).await;
             NAMESPACED_INSTALL_NAMESPACE.to_string()
         } else {
-            cluster.create_namespace("team").await
+            // Without a `-`, the names in the gateway namespace keep nebari-operator's form (`tls-web-<ns>`).
+            let namespace = format!("team{}", e2e::harness::cluster::unique_suffix());
+            cluster.create_namespace_named(&namespace, &[]).await;
+            namespace
         };
         let mut world = World {
             manager: None,
@@ -180,6 +189,7 @@ impl World {
             cluster,
             namespace,
             namespaced: setup.namespaced,
+            manager_args: setup.manager_args,
         };
         world.write_admin_secret().await;
         world.create_gateways().await;
@@ -209,6 +219,7 @@ impl World {
         if cluster_issuer {
             args.push(format!("--nebari-cluster-issuer={CLUSTER_ISSUER}"));
         }
+        args.extend(self.manager_args.iter().cloned());
         let watched = self.namespaced.then_some(NAMESPACED_INSTALL_NAMESPACE);
         let options = ManagerOptions::controllers(&[CONTROLLER], watched, args);
         self.manager = Some(ManagerProcess::start(&self.cluster, options).await);
@@ -285,6 +296,38 @@ impl World {
             .expect("label the namespace");
     }
 
+    /// Sets up another tenant: namespace `namespace` opted in with the backend Service, and a kubectl acting as a
+    /// user who may write NebariApps there and nothing else (as a namespace's editor would).
+    pub async fn tenant(&self, namespace: &str) -> Kubectl {
+        self.cluster
+            .create_namespace_named(namespace, &[("nebari.dev/managed", "true")])
+            .await;
+        let service = sandbox::surroundings::nebari::backend_service(SERVICE, namespace, SERVICE_PORT);
+        Api::<Service>::namespaced(self.cluster.client(), namespace)
+            .create(&PostParams::default(), &service)
+            .await
+            .expect("create the tenant's backend Service");
+        let user = format!("tenant-of-{namespace}");
+        let rbac = format!(
+            r#"{{"apiVersion": "v1", "kind": "List", "items": [
+              {{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                "metadata": {{"name": "nebariapp-editor", "namespace": "{namespace}"}},
+                "rules": [{{"apiGroups": ["reconcilers.nebari.dev"], "resources": ["nebariapps"],
+                           "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]}}]}},
+              {{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                "metadata": {{"name": "nebariapp-editor", "namespace": "{namespace}"}},
+                "roleRef": {{"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "nebariapp-editor"}},
+                "subjects": [{{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "{user}"}}]}}]}}"#
+        );
+        self.cluster.kubectl().apply(&rbac).await;
+        self.cluster.kubectl_as(&user, &["system:authenticated"])
+    }
+
+    /// The NebariApps of `namespace`.
+    pub fn apps_in(&self, namespace: &str) -> Api<NebariApp> {
+        Api::namespaced(self.cluster.client(), namespace)
+    }
+
     /// Creates the backend Service exposing `port`.
     pub async fn create_service(&self, port: i32) {
         let service = sandbox::surroundings::nebari::backend_service(SERVICE, &self.namespace, port);
@@ -302,6 +345,11 @@ impl World {
     /// A NebariApp document named `name` with `spec` (hostname `<name>.example.com` and the backend Service are
     /// filled in unless `spec` sets them).
     pub fn app_document(&self, name: &str, spec: Value) -> Value {
+        self.app_document_in(&self.namespace, name, spec)
+    }
+
+    /// [`Self::app_document`] in `namespace`.
+    pub fn app_document_in(&self, namespace: &str, name: &str, spec: Value) -> Value {
         let mut full = json!({
             "hostname": format!("{name}.example.com"),
             "service": {"name": SERVICE, "port": SERVICE_PORT},
@@ -314,7 +362,7 @@ impl World {
         json!({
             "apiVersion": "reconcilers.nebari.dev/v1",
             "kind": "NebariApp",
-            "metadata": {"name": name, "namespace": self.namespace},
+            "metadata": {"name": name, "namespace": namespace},
             "spec": full,
         })
     }

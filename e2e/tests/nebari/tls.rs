@@ -259,6 +259,10 @@ async fn a_user_provided_tls_secret_is_served_by_the_listener_and_checked() {
     let secret = Secret {
         metadata: ObjectMeta {
             name: Some("web-custom-tls".into()),
+            annotations: Some(BTreeMap::from([(
+                "nebari.dev/allowed-namespaces".to_string(),
+                ns.clone(),
+            )])),
             ..Default::default()
         },
         type_: Some("kubernetes.io/tls".into()),

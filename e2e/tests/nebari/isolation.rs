@@ -1,0 +1,300 @@
+//! Tenants cannot reach beyond their namespace through a NebariApp: each test plays an attack by a user who may
+//! only write NebariApps in their own namespace, and shows it refused with a condition reason while nothing of
+//! the victim's changes.
+
+use e2e::fixtures::standins;
+use e2e::harness::cluster::unique_suffix;
+use e2e::harness::conditions;
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use serde_json::json;
+
+use crate::support::{
+    GATEWAY_NAMESPACE, PUBLIC_GATEWAY, Setup, World, certificates, http_routes, listener, listener_names,
+};
+
+/// Issues the app's certificate (playing cert-manager) and waits until the app is Ready.
+async fn issue_and_wait_ready(world: &World, namespace: &str, app: &str) {
+    let cert = format!("{app}-{namespace}-cert");
+    world
+        .wait_object(&certificates(), GATEWAY_NAMESPACE, &cert, |_| true)
+        .await;
+    standins::issue_certificate(&world.cluster.client(), GATEWAY_NAMESPACE, &cert)
+        .await
+        .expect("issue the certificate");
+    conditions::wait_ready(&world.apps_in(namespace), app).await;
+}
+
+#[tokio::test]
+async fn a_hostname_claimed_in_one_namespace_cannot_be_taken_from_another_even_across_restarts() {
+    let mut world = World::start(Setup {
+        cluster_issuer: true,
+        ..Setup::default()
+    })
+    .await;
+    let victim = world.namespace.clone();
+    world.apply_app("shop", json!({"routing": {}})).await;
+    issue_and_wait_ready(&world, &victim, "shop").await;
+    let victim_listener = format!("tls-shop-{victim}");
+    let listener_before = listener(&world.gateway(PUBLIC_GATEWAY).await, &victim_listener).cloned();
+    assert!(
+        listener_before.is_some(),
+        "the victim serves its hostname on its own listener"
+    );
+    let route_before = world.object(&http_routes(), &victim, "shop-route").await;
+
+    // Mallory, who may write NebariApps only in her own namespace, claims the victim's hostname. Her app is
+    // older by nothing but ambition: it is created later, and the victim already serves the hostname.
+    let attacker = format!("mallory{}", unique_suffix());
+    let mallory = world.tenant(&attacker).await;
+    let claim = world.app_document_in(
+        &attacker,
+        "shop",
+        json!({"hostname": "shop.example.com", "routing": {}}),
+    );
+    mallory.apply(&claim.to_string()).await;
+    let attackers = world.apps_in(&attacker);
+    let message = conditions::wait_for(&attackers, "shop", "RoutingReady", "False", "HostnameConflict", "").await;
+    assert!(
+        !message.contains(&victim),
+        "the refusal names no other tenant: {message}"
+    );
+    conditions::wait_for(&attackers, "shop", "Ready", "False", "HostnameConflict", "").await;
+    assert!(world.object(&http_routes(), &attacker, "shop-route").await.is_none());
+    let attacker_cert = format!("shop-{attacker}-cert");
+    assert!(
+        world
+            .object(&certificates(), GATEWAY_NAMESPACE, &attacker_cert)
+            .await
+            .is_none()
+    );
+    let gateway = world.gateway(PUBLIC_GATEWAY).await;
+    assert!(!listener_names(&gateway).contains(&format!("tls-shop-{attacker}")));
+    assert_eq!(listener(&gateway, &victim_listener).cloned(), listener_before);
+    assert_eq!(world.object(&http_routes(), &victim, "shop-route").await, route_before);
+
+    // The verdict does not depend on which app a fresh manager sees first.
+    world.manager_mut().restart().await;
+    world.wait_idle().await;
+    conditions::wait_for(&attackers, "shop", "RoutingReady", "False", "HostnameConflict", "").await;
+    world.wait_ready("shop").await;
+    assert_eq!(
+        listener(&world.gateway(PUBLIC_GATEWAY).await, &victim_listener).cloned(),
+        listener_before
+    );
+
+    // Once the victim lets go of the hostname, the next claimant gets it.
+    world.delete_app("shop").await;
+    issue_and_wait_ready(&world, &attacker, "shop").await;
+}
+
+#[tokio::test]
+async fn hostnames_outside_what_the_platform_allows_a_namespace_are_refused() {
+    let world = World::start(Setup {
+        manager_args: vec!["--nebari-allowed-hostnames=*.{namespace}.apps.example.com".to_string()],
+        ..Setup::default()
+    })
+    .await;
+    let ns = world.namespace.clone();
+    world
+        .apply_app("web", json!({"hostname": "login.example.com", "routing": {}}))
+        .await;
+    let message = world
+        .wait_condition("web", "RoutingReady", "False", "HostnameNotAllowed")
+        .await;
+    assert_eq!(
+        message,
+        format!(
+            "hostname login.example.com is not allowed in namespace {ns}; the platform allows: *.{ns}.apps.example.com"
+        )
+    );
+    world
+        .wait_condition("web", "Ready", "False", "HostnameNotAllowed")
+        .await;
+    assert!(world.object(&http_routes(), &ns, "web-route").await.is_none());
+
+    let allowed = format!("web.{ns}.apps.example.com");
+    world
+        .apply_app("web", json!({"hostname": allowed, "routing": {}}))
+        .await;
+    world.wait_ready("web").await;
+    let route = world.object(&http_routes(), &ns, "web-route").await.expect("the route");
+    assert_eq!(route["spec"]["hostnames"], json!([allowed]));
+    assert_eq!(world.app("web").await.status.and_then(|s| s.hostname), Some(allowed));
+}
+
+#[tokio::test]
+async fn apps_whose_names_join_alike_get_their_own_listener_and_certificate_and_never_take_over_another() {
+    let world = World::start(Setup {
+        cluster_issuer: true,
+        ..Setup::default()
+    })
+    .await;
+    // `x-y` in `<ns>` and `x` in `y-<ns>` both joined to nebari-operator's `tls-x-y-<ns>`.
+    let first_ns = world.namespace.clone();
+    let second_ns = format!("y-{first_ns}");
+    let mallory = world.tenant(&second_ns).await;
+    let first_names = controllers::nebari_app::naming::AppNames::new(&first_ns, "x-y");
+    let second_names = controllers::nebari_app::naming::AppNames::new(&second_ns, "x");
+    let legacy = first_names.legacy_listener();
+    assert_eq!(legacy, second_names.legacy_listener());
+    // nebari-operator left `x-y`'s listener under that name (a whole-Gateway update).
+    let gateways = standins::gateways(&world.cluster.client(), GATEWAY_NAMESPACE);
+    let mut gateway = gateways.get(PUBLIC_GATEWAY).await.expect("read the Gateway");
+    if let Some(listeners) = gateway.data["spec"]["listeners"].as_array_mut() {
+        listeners.push(json!({
+            "name": legacy, "hostname": "first.example.com", "port": 443, "protocol": "HTTPS",
+            "tls": {"mode": "Terminate", "certificateRefs": [{"kind": "Secret", "name": "old-tls"}]},
+        }));
+    }
+    let update = PostParams {
+        field_manager: Some("nebari-operator".into()),
+        ..Default::default()
+    };
+    gateways
+        .replace(PUBLIC_GATEWAY, &update, &gateway)
+        .await
+        .expect("the old operator's whole-Gateway update");
+
+    world
+        .apply_app("x-y", json!({"hostname": "first.example.com", "routing": {}}))
+        .await;
+    let second = world.app_document_in(
+        &second_ns,
+        "x",
+        json!({"hostname": "second.example.com", "routing": {}}),
+    );
+    mallory.apply(&second.to_string()).await;
+    for (names, hostname) in [
+        (&first_names, "first.example.com"),
+        (&second_names, "second.example.com"),
+    ] {
+        let cert = world
+            .wait_object(&certificates(), GATEWAY_NAMESPACE, &names.certificate(), |_| true)
+            .await;
+        assert_eq!(cert["spec"]["dnsNames"], json!([hostname]));
+        standins::issue_certificate(&world.cluster.client(), GATEWAY_NAMESPACE, &names.certificate())
+            .await
+            .expect("issue the certificate");
+    }
+    world.wait_ready("x-y").await;
+    conditions::wait_ready(&world.apps_in(&second_ns), "x").await;
+    let gateway = world.gateway(PUBLIC_GATEWAY).await;
+    for (names, hostname) in [
+        (&first_names, "first.example.com"),
+        (&second_names, "second.example.com"),
+    ] {
+        let own = listener(&gateway, &names.listener()).expect("each app has its own listener");
+        assert_eq!(own["hostname"], hostname);
+    }
+    assert!(
+        listener(&gateway, &legacy).is_none(),
+        "the old listener is retired by the app whose hostname it served"
+    );
+
+    // A Certificate of the app's name that belongs to another owner is never rewritten: the app falls back to
+    // the shared listener and says why.
+    let certs =
+        Api::<kube::core::DynamicObject>::namespaced_with(world.cluster.client(), GATEWAY_NAMESPACE, &certificates());
+    let foreign =
+        json!({"metadata": {"annotations": {"nebari.dev/owner": "reconcilers.nebari.dev/NebariApp/elsewhere/x"}}});
+    certs
+        .patch(
+            &first_names.certificate(),
+            &PatchParams::default(),
+            &Patch::Merge(&foreign),
+        )
+        .await
+        .expect("hand the Certificate to another owner");
+    let before = world
+        .object(&certificates(), GATEWAY_NAMESPACE, &first_names.certificate())
+        .await
+        .expect("the Certificate");
+    world
+        .apply_app("x-y", json!({"hostname": "first-moved.example.com", "routing": {}}))
+        .await;
+    world.wait_condition("x-y", "TLSReady", "False", "NameConflict").await;
+    let after = world
+        .object(&certificates(), GATEWAY_NAMESPACE, &first_names.certificate())
+        .await
+        .expect("the Certificate");
+    assert_eq!(
+        after["spec"], before["spec"],
+        "the other owner's Certificate is unchanged"
+    );
+    assert_eq!(
+        after["metadata"]["resourceVersion"],
+        before["metadata"]["resourceVersion"]
+    );
+    let gateway = world.gateway(PUBLIC_GATEWAY).await;
+    assert!(
+        listener(&gateway, &first_names.listener()).is_none(),
+        "its listener is withdrawn"
+    );
+    assert!(
+        listener(&gateway, &second_names.listener()).is_some(),
+        "the neighbour's stays"
+    );
+}
+
+#[tokio::test]
+async fn a_gateway_tls_secret_serves_only_the_namespaces_it_is_offered_to() {
+    let world = World::start(Setup {
+        cluster_issuer: true,
+        ..Setup::default()
+    })
+    .await;
+    let ns = world.namespace.clone();
+    // The platform's wildcard certificate lives in the gateway namespace, offered to nobody.
+    let secrets: Api<Secret> = Api::namespaced(world.cluster.client(), GATEWAY_NAMESPACE);
+    let mut wildcard = Secret {
+        type_: Some("kubernetes.io/tls".into()),
+        data: Some(
+            [("tls.crt", "certificate"), ("tls.key", "key")]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), ByteString(v.as_bytes().to_vec())))
+                .collect(),
+        ),
+        ..Secret::default()
+    };
+    wildcard.metadata.name = Some("platform-wildcard-tls".into());
+    secrets
+        .create(&PostParams::default(), &wildcard)
+        .await
+        .expect("create the platform's Secret");
+
+    world
+        .apply_app(
+            "web",
+            json!({"routing": {"tls": {"secretName": "platform-wildcard-tls"}}}),
+        )
+        .await;
+    let message = world
+        .wait_condition("web", "TLSReady", "False", "TLSSecretNotAllowed")
+        .await;
+    assert!(message.contains("nebari.dev/allowed-namespaces"), "{message}");
+    let gateway = world.gateway(PUBLIC_GATEWAY).await;
+    let serving_it = listener_names(&gateway).into_iter().filter(|name| {
+        listener(&gateway, name).is_some_and(|l| l["tls"]["certificateRefs"][0]["name"] == "platform-wildcard-tls")
+    });
+    assert_eq!(serving_it.count(), 0, "no listener serves the platform's Secret");
+    let route = world.object(&http_routes(), &ns, "web-route").await.expect("the route");
+    assert_eq!(
+        route["spec"]["parentRefs"][0]["sectionName"], "https",
+        "the shared listener"
+    );
+
+    // The platform offers it to the namespace: the app may serve it.
+    let offer = json!({"metadata": {"annotations": {"nebari.dev/allowed-namespaces": ns}}});
+    secrets
+        .patch("platform-wildcard-tls", &PatchParams::default(), &Patch::Merge(&offer))
+        .await
+        .expect("offer the Secret");
+    world
+        .wait_condition("web", "TLSReady", "True", "UserProvidedSecretReady")
+        .await;
+    let gateway = world.gateway(PUBLIC_GATEWAY).await;
+    let own = listener(&gateway, &format!("tls-web-{ns}")).expect("the app's listener");
+    assert_eq!(own["tls"]["certificateRefs"][0]["name"], "platform-wildcard-tls");
+}
