@@ -283,9 +283,14 @@ pub struct DeviceFlowClientConfig {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TokenExchangeConfig {
-    /// Enabled permits the realm's other NebariApp clients to exchange tokens for this client's audience.
+    /// Enabled permits the clients of the other NebariApps of this namespace (and of the apps listed in peers) to
+    /// exchange tokens for this client's audience.
     #[serde(default)]
     pub enabled: bool,
+    /// NebariApps of other namespaces, as "<namespace>/<name>", whose clients may exchange tokens for this
+    /// client's audience too. Apps of the same namespace need not be listed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peers: Option<Vec<String>>,
 }
 
 /// Keycloak realm resources managed for the app's client.

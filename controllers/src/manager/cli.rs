@@ -10,6 +10,7 @@ use framework::secrets::SecretRef;
 use crate::application_credential::KeystoneApplicationCredentialSettings;
 use crate::keycloak::KeycloakConnection;
 use crate::nebari_app::NebariAppSettings;
+use crate::nebari_app::auth_policy::{self, KeycloakPolicy};
 use crate::nebari_app::hostname::{HostnamePattern, HostnamePolicy};
 use crate::rancher::RancherConnection;
 use crate::rancher_inventory::RancherInventorySettings;
@@ -208,6 +209,33 @@ pub struct NebariAppFlags {
         value_parser = clap::value_parser!(HostnamePattern)
     )]
     pub allowed_hostnames: Vec<HostnamePattern>,
+
+    /// Protocol mapper types an app may put on its Keycloak client (comma-separated).
+    #[arg(
+        long = "keycloak-allowed-mapper-types",
+        env = "KEYCLOAK_ALLOWED_MAPPER_TYPES",
+        value_delimiter = ',',
+        default_values_t = auth_policy::DEFAULT_MAPPER_TYPES.iter().map(|s| s.to_string()).collect::<Vec<_>>()
+    )]
+    pub allowed_mapper_types: Vec<String>,
+
+    /// Realm client scopes an app may request (comma-separated).
+    #[arg(
+        long = "keycloak-allowed-client-scopes",
+        env = "KEYCLOAK_ALLOWED_CLIENT_SCOPES",
+        value_delimiter = ',',
+        default_values_t = auth_policy::DEFAULT_CLIENT_SCOPES.iter().map(|s| s.to_string()).collect::<Vec<_>>()
+    )]
+    pub allowed_client_scopes: Vec<String>,
+
+    /// Adopt a Keycloak client that records no owner under an id an app derives from its name (only needed while
+    /// taking over the replaced operator's clients; Keycloak's built-in clients are never adopted).
+    #[arg(
+        long = "keycloak-adopt-unowned-clients",
+        env = "KEYCLOAK_ADOPT_UNOWNED_CLIENTS",
+        default_value_t = false
+    )]
+    pub adopt_unowned_clients: bool,
 }
 
 /// Flags of the KeystoneApplicationCredential controller.
@@ -395,6 +423,15 @@ impl Cli {
     }
 }
 
+/// A comma-separated list's items, trimmed, without empty ones.
+fn trimmed(items: &[String]) -> Vec<String> {
+    items
+        .iter()
+        .map(|item| item.trim().to_string())
+        .filter(|item| !item.is_empty())
+        .collect()
+}
+
 /// Field managers are `platform-operator-<controller>`.
 pub const FIELD_MANAGER_PREFIX: &str = "platform-operator";
 
@@ -419,6 +456,11 @@ impl NebariAppFlags {
             keycloak_issuer_url: self.keycloak_issuer_url.clone(),
             keycloak_external_url: self.keycloak_external_url.clone(),
             allowed_hostnames: HostnamePolicy::new(self.allowed_hostnames.clone()),
+            keycloak_policy: KeycloakPolicy {
+                mapper_types: trimmed(&self.allowed_mapper_types),
+                client_scopes: trimmed(&self.allowed_client_scopes),
+                adopt_unowned_clients: self.adopt_unowned_clients,
+            },
         }
     }
 }

@@ -25,6 +25,15 @@ pub enum NebariAppError {
     /// The configuration cannot work (e.g. generic-oidc without a client Secret).
     #[error("{0}")]
     Invalid(String),
+    /// The platform's policy refuses what the app asks for (a mapper type, a client scope, someone else's
+    /// Keycloak client or group); `reason` is the condition reason.
+    #[error("{message}")]
+    Refused {
+        /// The condition reason, e.g. `ProtocolMapperNotAllowed`.
+        reason: &'static str,
+        /// What was refused, safe to show to the tenant.
+        message: String,
+    },
 }
 
 impl From<ChildError> for NebariAppError {
@@ -45,6 +54,7 @@ impl NebariAppError {
             },
             NebariAppError::AdminCredentials(_) => "KeycloakCredentialsUnavailable",
             NebariAppError::Invalid(_) => "InvalidConfiguration",
+            NebariAppError::Refused { reason, .. } => reason,
             NebariAppError::Kubernetes(_) | NebariAppError::Api(_) => "KubernetesAPIError",
         }
     }
@@ -57,7 +67,7 @@ impl ReconcileError for NebariAppError {
             NebariAppError::Keycloak(e) if e.is_transient() => ErrorCategory::Transient,
             NebariAppError::Keycloak(_) => ErrorCategory::Dependency,
             NebariAppError::AdminCredentials(_) => ErrorCategory::Dependency,
-            NebariAppError::Invalid(_) => ErrorCategory::Invalid,
+            NebariAppError::Invalid(_) | NebariAppError::Refused { .. } => ErrorCategory::Invalid,
         }
     }
 
@@ -67,6 +77,7 @@ impl ReconcileError for NebariAppError {
             NebariAppError::Keycloak(_) => "KeycloakError",
             NebariAppError::AdminCredentials(_) => "KeycloakCredentialsUnavailable",
             NebariAppError::Invalid(_) => "InvalidConfiguration",
+            NebariAppError::Refused { reason, .. } => reason,
         }
     }
 }

@@ -15,6 +15,7 @@ use kube::{Client as KubeClient, ResourceExt};
 use secrecy::ExposeSecret;
 
 use super::NebariAppController;
+use super::auth_policy::KeycloakPolicy;
 use super::error::NebariAppError;
 use super::naming::AppNames;
 use super::oidc_secret::OidcSecretData;
@@ -34,25 +35,54 @@ const DEVICE_AUDIENCE_MAPPER: &str = "audience-confidential-client";
 /// give `a-b-c`), so without it one namespace could rewrite or delete another's client.
 pub const OWNER_ATTRIBUTE: &str = "nebari.dev/owner";
 
+/// The clients Keycloak makes in every realm (and `<realm>-realm` in the master realm): never touched, whatever
+/// an app's names derive (namespace `admin` + app `cli` derives `admin-cli`).
+pub const BUILT_IN_CLIENTS: &[&str] = &[
+    "account",
+    "account-console",
+    "admin-cli",
+    "broker",
+    "realm-management",
+    "security-admin-console",
+];
+
+/// Whether `client_id` is one of Keycloak's own clients.
+pub fn is_built_in(client_id: &str) -> bool {
+    BUILT_IN_CLIENTS.contains(&client_id) || client_id.ends_with("-realm")
+}
+
 /// Whose a Keycloak client is, as far as one app is concerned.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Ownership {
     /// It records this app as its owner.
     Ours,
-    /// It records no owner and has one of this app's derived ids (made by the replaced operator): taken over.
+    /// It records no owner, has one of this app's derived ids (made by the replaced operator), and the platform
+    /// allows adopting such clients (`--keycloak-adopt-unowned-clients`): taken over.
     Adoptable,
-    /// It belongs to another app, or records no owner under an id this app does not derive: never touched.
-    Foreign(Option<String>),
+    /// It belongs to another app: never touched.
+    Foreign,
+    /// It records no owner and may not be adopted (a built-in client, an id the app does not derive, or adoption
+    /// not allowed): never touched.
+    Unowned,
 }
 
-/// Whose `client` is, from the point of view of the app named by `names`.
-pub fn ownership(client: &Client, names: &AppNames) -> Ownership {
+/// Whose `client` is, from the point of view of the app named by `names`; `adopt` is whether the platform
+/// allows taking over ownerless clients under derived ids.
+pub fn ownership(client: &Client, names: &AppNames, adopt: bool) -> Ownership {
+    if is_built_in(&client.client_id) {
+        return Ownership::Unowned;
+    }
     match client.attributes.get(OWNER_ATTRIBUTE).filter(|o| !o.is_empty()) {
         Some(owner) if *owner == names.owner() => Ownership::Ours,
-        Some(owner) => Ownership::Foreign(Some(owner.clone())),
-        None if names.derived_client_ids().contains(&client.client_id) => Ownership::Adoptable,
-        None => Ownership::Foreign(None),
+        Some(_) => Ownership::Foreign,
+        None if adopt && names.derived_client_ids().contains(&client.client_id) => Ownership::Adoptable,
+        None => Ownership::Unowned,
     }
+}
+
+/// Whether `client` is this app's to change or delete.
+fn is_ours(client: &Client, names: &AppNames, adopt: bool) -> bool {
+    matches!(ownership(client, names, adopt), Ownership::Ours | Ownership::Adoptable)
 }
 
 /// What provisioning produced.
@@ -85,8 +115,9 @@ fn scheme(tls: bool) -> &'static str {
     if tls { "https" } else { "http" }
 }
 
-/// The client ids of the other NebariApps that may exchange tokens for this one: every other app with Keycloak
-/// provisioning enabled whose client is provisioned already (its `status.authConfigHash` is set). A peer still
+/// The client ids of the other NebariApps that may exchange tokens for this one: every other app of the same
+/// namespace, and those of other namespaces that `tokenExchange.peers` names, with Keycloak provisioning enabled
+/// and a client provisioned already (its `status.authConfigHash` is set). A peer still
 /// being provisioned is left out until its status says so — that status write re-triggers this app through the
 /// NebariApp watch — because granting looks the client up and a peer hashed in before its client existed would
 /// never be granted.
@@ -100,9 +131,22 @@ pub async fn token_exchange_peers(
         .await
         .map_err(kube_error("listing NebariApps"))?;
     let me = (app.namespace(), app.name_any());
+    let named: Vec<&String> = app
+        .spec
+        .auth
+        .as_ref()
+        .and_then(|a| a.token_exchange.as_ref())
+        .and_then(|t| t.peers.as_ref())
+        .map(|peers| peers.iter().collect())
+        .unwrap_or_default();
     let mut peers: Vec<String> = apps
         .iter()
         .filter(|other| (other.namespace(), other.name_any()) != me)
+        .filter(|other| {
+            let same_namespace = other.namespace() == app.namespace();
+            let key = format!("{}/{}", other.namespace().unwrap_or_default(), other.name_any());
+            same_namespace || named.iter().any(|n| **n == key)
+        })
         .filter(|other| {
             other
                 .spec
@@ -128,8 +172,14 @@ pub async fn provision(
     peers: &[String],
     previous_spa: Option<&str>,
 ) -> Result<ProvisionedClients, NebariAppError> {
+    let policy = &controller.settings.keycloak_policy;
+    super::auth_policy::check(auth, names, policy).map_err(|refusal| NebariAppError::Refused {
+        reason: refusal.reason,
+        message: refusal.message,
+    })?;
     let mut run = Provisioning {
         realm: controller.keycloak.realm(&controller.settings.keycloak.realm),
+        policy,
         auth,
         names,
         base: format!("{}://{}", scheme(tls), app.spec.hostname),
@@ -154,6 +204,7 @@ pub async fn provision(
 /// One provisioning of an app's Keycloak state, one method per part.
 struct Provisioning<'a> {
     realm: RealmClient,
+    policy: &'a KeycloakPolicy,
     auth: &'a AuthConfig,
     names: &'a AppNames,
     /// `<scheme>://<hostname>`: the base of every redirect URI and web origin.
@@ -176,7 +227,7 @@ impl Provisioning<'_> {
             .with_redirect_uris(redirect_uris.clone())
             .with_web_origins(web_origins.clone())
             .with_post_logout_redirect_uris(&logout);
-        let confidential = ensure_owned(&self.realm, spec, self.names).await?;
+        let confidential = ensure_owned(&self.realm, spec, self.names, self.policy.adopt_unowned_clients).await?;
         let update = ClientUpdate {
             redirect_uris: Some(redirect_uris),
             web_origins: Some(web_origins),
@@ -281,7 +332,7 @@ impl Provisioning<'_> {
             stale.insert(spa_id.clone());
         }
         for id in &stale {
-            delete_owned(&self.realm, id, names).await?;
+            delete_owned(&self.realm, id, names, self.policy.adopt_unowned_clients).await?;
         }
         if !enabled {
             return Ok(None);
@@ -290,7 +341,7 @@ impl Provisioning<'_> {
         let spec = ClientSpec::spa(&spa_id)
             .with_redirect_uris(uris.clone())
             .with_web_origins(vec![base.clone()]);
-        let spa = ensure_owned(&self.realm, spec, names).await?;
+        let spa = ensure_owned(&self.realm, spec, names, self.policy.adopt_unowned_clients).await?;
         let update = ClientUpdate {
             redirect_uris: Some(uris),
             web_origins: Some(vec![base.clone()]),
@@ -305,10 +356,16 @@ impl Provisioning<'_> {
     async fn device_client(&self, audience: &str) -> Result<Option<String>, NebariAppError> {
         let device_id = self.names.keycloak_device_client();
         if !self.auth.device_flow_client.as_ref().is_some_and(|d| d.enabled) {
-            delete_owned(&self.realm, &device_id, self.names).await?;
+            delete_owned(&self.realm, &device_id, self.names, self.policy.adopt_unowned_clients).await?;
             return Ok(None);
         }
-        let device = ensure_owned(&self.realm, ClientSpec::device_flow(&device_id), self.names).await?;
+        let device = ensure_owned(
+            &self.realm,
+            ClientSpec::device_flow(&device_id),
+            self.names,
+            self.policy.adopt_unowned_clients,
+        )
+        .await?;
         self.realm
             .ensure_default_client_scopes(&device.id, &self.scopes, Some(SCOPE_DESCRIPTION))
             .await?;
@@ -343,10 +400,24 @@ impl Provisioning<'_> {
 
 /// The client `spec.client_id`, created with this app as its owner when missing, adopted when it is one the
 /// replaced operator made; refused when it belongs to someone else.
-async fn ensure_owned(realm: &RealmClient, spec: ClientSpec, names: &AppNames) -> Result<Client, NebariAppError> {
+async fn ensure_owned(
+    realm: &RealmClient,
+    spec: ClientSpec,
+    names: &AppNames,
+    adopt: bool,
+) -> Result<Client, NebariAppError> {
+    if is_built_in(&spec.client_id) {
+        return Err(NebariAppError::Refused {
+            reason: "KeycloakClientNotOwned",
+            message: format!(
+                "{} is one of Keycloak's built-in clients; rename the app or namespace",
+                spec.client_id
+            ),
+        });
+    }
     let spec = spec.with_attribute(OWNER_ATTRIBUTE, &names.owner());
     let client = realm.ensure_client(&spec).await?.value;
-    match ownership(&client, names) {
+    match ownership(&client, names, adopt) {
         Ownership::Ours => Ok(client),
         Ownership::Adoptable => {
             let adopt = ClientUpdate {
@@ -356,27 +427,37 @@ async fn ensure_owned(realm: &RealmClient, spec: ClientSpec, names: &AppNames) -
             realm.update_client(&client.id, &adopt).await?;
             Ok(client)
         }
-        Ownership::Foreign(owner) => Err(NebariAppError::Invalid(match owner {
-            Some(owner) => format!(
-                "Keycloak client {} belongs to NebariApp {owner}; choose another client id",
+        Ownership::Foreign => Err(NebariAppError::Refused {
+            reason: "KeycloakClientNotOwned",
+            message: format!(
+                "Keycloak client {} belongs to another NebariApp; choose another client id",
                 client.client_id
             ),
-            None => format!(
-                "Keycloak client {} already exists and is not managed by this NebariApp; choose another client id, or \
-                 set its attribute {OWNER_ATTRIBUTE}={} to hand it over",
+        }),
+        Ownership::Unowned => Err(NebariAppError::Refused {
+            reason: "KeycloakClientNotOwned",
+            message: format!(
+                "Keycloak client {} already exists and is not managed by this NebariApp; choose another client id, \
+                 or ask a realm admin to set its attribute {OWNER_ATTRIBUTE}={} (or to run the operator with \
+                 --keycloak-adopt-unowned-clients while taking over the replaced operator's clients)",
                 client.client_id,
                 names.owner()
             ),
-        })),
+        }),
     }
 }
 
 /// Deletes the client `client_id` if it is this app's (owned or adoptable); another's is left alone.
-async fn delete_owned(realm: &RealmClient, client_id: &str, names: &AppNames) -> Result<(), NebariAppError> {
+async fn delete_owned(
+    realm: &RealmClient,
+    client_id: &str,
+    names: &AppNames,
+    adopt: bool,
+) -> Result<(), NebariAppError> {
     let Some(client) = realm.find_client(client_id).await? else {
         return Ok(());
     };
-    if matches!(ownership(&client, names), Ownership::Foreign(_)) {
+    if !is_ours(&client, names, adopt) {
         tracing::info!(client_id, "leaving a Keycloak client this app does not own");
         return Ok(());
     }
@@ -403,23 +484,24 @@ pub async fn delete_clients(
         return Ok(());
     }
     let realm = controller.keycloak.realm(&controller.settings.keycloak.realm);
+    let adopt = controller.settings.keycloak_policy.adopt_unowned_clients;
     let confidential = realm.find_client(&names.keycloak_client()).await?;
-    if let Some(client) = confidential.filter(|c| !matches!(ownership(c, names), Ownership::Foreign(_))) {
+    if let Some(client) = confidential.filter(|c| is_ours(c, names, adopt)) {
         match realm.disable_client_management_permissions(&client.id).await {
             Ok(()) => {}
             Err(error) if matches!(error.kind(), ErrorKind::FeatureDisabled | ErrorKind::NotFound) => {}
             Err(error) => return Err(error.into()),
         }
     }
-    delete_owned(&realm, &names.keycloak_client(), names).await?;
-    delete_owned(&realm, &names.keycloak_spa_client(None), names).await?;
+    delete_owned(&realm, &names.keycloak_client(), names, adopt).await?;
+    delete_owned(&realm, &names.keycloak_spa_client(None), names, adopt).await?;
     if let Some(custom) = auth
         .and_then(|a| a.spa_client.as_ref())
         .and_then(|s| s.client_id.as_deref())
     {
-        delete_owned(&realm, custom, names).await?;
+        delete_owned(&realm, custom, names, adopt).await?;
     }
-    delete_owned(&realm, &names.keycloak_device_client(), names).await?;
+    delete_owned(&realm, &names.keycloak_device_client(), names, adopt).await?;
     Ok(())
 }
 
@@ -442,24 +524,45 @@ mod tests {
     #[test]
     fn a_client_is_ours_only_by_owner_or_under_a_derived_id_without_one() {
         let names = AppNames::new("team", "web");
-        assert_eq!(ownership(&client("custom", Some("team/web")), &names), Ownership::Ours);
-        assert_eq!(ownership(&client("team-web", None), &names), Ownership::Adoptable);
         assert_eq!(
-            ownership(&client("team-web-spa", Some("")), &names),
+            ownership(&client("custom", Some("team/web")), &names, false),
+            Ownership::Ours
+        );
+        assert_eq!(ownership(&client("team-web", None), &names, true), Ownership::Adoptable);
+        assert_eq!(
+            ownership(&client("team-web", None), &names, false),
+            Ownership::Unowned,
+            "ownerless clients are adopted only when the platform opts in"
+        );
+        assert_eq!(
+            ownership(&client("team-web-spa", Some("")), &names, true),
             Ownership::Adoptable
         );
         assert_eq!(
-            ownership(&client("team-web-device", None), &names),
+            ownership(&client("team-web-device", None), &names, true),
             Ownership::Adoptable
         );
         assert_eq!(
-            ownership(&client("team-web", Some("team-web/x")), &names),
-            Ownership::Foreign(Some("team-web/x".into())),
+            ownership(&client("team-web", Some("team-web/x")), &names, true),
+            Ownership::Foreign,
             "a clash of derived names does not hand over another app's client"
         );
         assert_eq!(
-            ownership(&client("admin-console", None), &names),
-            Ownership::Foreign(None)
+            ownership(&client("admin-console", None), &names, true),
+            Ownership::Unowned
         );
+        // Namespace `admin` + app `cli` and `realm`/`management` derive Keycloak's own clients.
+        for (namespace, app, id) in [
+            ("admin", "cli", "admin-cli"),
+            ("realm", "management", "realm-management"),
+        ] {
+            let names = AppNames::new(namespace, app);
+            assert_eq!(names.keycloak_client(), id);
+            assert_eq!(ownership(&client(id, None), &names, true), Ownership::Unowned);
+            assert_eq!(
+                ownership(&client(id, Some(&names.owner())), &names, true),
+                Ownership::Unowned
+            );
+        }
     }
 }

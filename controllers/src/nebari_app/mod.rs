@@ -13,6 +13,7 @@
 
 pub mod auth;
 pub mod auth_hash;
+pub mod auth_policy;
 pub mod cleanup;
 pub mod discovery;
 pub mod error;

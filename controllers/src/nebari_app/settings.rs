@@ -1,5 +1,6 @@
 //! What the NebariApp controller is configured with: the shared Gateways, the certificate issuer and Keycloak.
 
+use super::auth_policy::KeycloakPolicy;
 use super::hostname::HostnamePolicy;
 use crate::keycloak::KeycloakConnection;
 
@@ -28,6 +29,8 @@ pub struct NebariAppSettings {
     pub keycloak_external_url: Option<String>,
     /// The hostnames each namespace's apps may serve (`--nebari-allowed-hostnames`; empty allows all).
     pub allowed_hostnames: HostnamePolicy,
+    /// What an app may provision in Keycloak (mapper types, client scopes, adopting ownerless clients).
+    pub keycloak_policy: KeycloakPolicy,
 }
 
 impl NebariAppSettings {
@@ -75,6 +78,7 @@ impl NebariAppSettings {
             keycloak_issuer_url: None,
             keycloak_external_url: None,
             allowed_hostnames: HostnamePolicy::default(),
+            keycloak_policy: KeycloakPolicy::default(),
         }
     }
 }

@@ -143,7 +143,9 @@ async fn the_manager_image_runs_as_the_service_account_until_the_nebariapp_sampl
     .await;
     assert!(ok, "{out}\n{err}");
     // The cert-manager stand-in issues the sample's Certificate; the app is then Ready.
-    let certificate = "nebariapp-sample-default-cert";
+    // The app's name has a `-`, so its gateway-namespace names carry a hash (naming.rs).
+    let certificate = controllers::nebari_app::naming::AppNames::new("default", "nebariapp-sample").certificate();
+    let certificate = certificate.as_str();
     wait_until("the sample's Certificate", Deadline::secs(60), || async {
         let found = e2e::fixtures::standins::issue_certificate(&cluster.client(), "envoy-gateway-system", certificate)
             .await

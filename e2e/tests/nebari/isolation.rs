@@ -4,14 +4,14 @@
 
 use e2e::fixtures::standins;
 use e2e::harness::cluster::unique_suffix;
-use e2e::harness::conditions;
+use e2e::harness::{Deadline, conditions, wait_until};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 
 use crate::support::{
-    GATEWAY_NAMESPACE, PUBLIC_GATEWAY, Setup, World, certificates, http_routes, listener, listener_names,
+    GATEWAY_NAMESPACE, PUBLIC_GATEWAY, REALM, Setup, World, certificates, http_routes, listener, listener_names,
 };
 
 /// Issues the app's certificate (playing cert-manager) and waits until the app is Ready.
@@ -297,4 +297,150 @@ async fn a_gateway_tls_secret_serves_only_the_namespaces_it_is_offered_to() {
     let gateway = world.gateway(PUBLIC_GATEWAY).await;
     let own = listener(&gateway, &format!("tls-web-{ns}")).expect("the app's listener");
     assert_eq!(own["tls"]["certificateRefs"][0]["name"], "platform-wildcard-tls");
+}
+
+#[tokio::test]
+async fn an_app_whose_names_derive_a_built_in_keycloak_client_never_touches_it() {
+    let world = World::start(Setup::default()).await;
+    let before = world.keycloak_client("admin-cli").expect("every realm has admin-cli");
+    // Namespace `admin` + app `cli` derives the client id `admin-cli`.
+    let mallory = world.tenant("admin").await;
+    let app = world.app_document_in("admin", "cli", json!({"routing": {}, "auth": {"enabled": true}}));
+    mallory.apply(&app.to_string()).await;
+    let apps = world.apps_in("admin");
+    let message = conditions::wait_for(&apps, "cli", "AuthReady", "False", "KeycloakClientNotOwned", "built-in").await;
+    assert_eq!(
+        message,
+        "admin-cli is one of Keycloak's built-in clients; rename the app or namespace"
+    );
+    assert_eq!(
+        world.keycloak_client("admin-cli"),
+        Some(before),
+        "admin-cli is unchanged"
+    );
+}
+
+#[tokio::test]
+async fn token_shaping_beyond_the_platform_policy_is_refused_before_anything_is_provisioned() {
+    let world = World::start(Setup::default()).await;
+    let ns = world.namespace.clone();
+    let forged = json!({"name": "i-am-admin", "protocolMapper": "oidc-hardcoded-claim-mapper",
+                        "config": {"claim.name": "groups", "claim.value": "admin", "access.token.claim": "true"}});
+    world
+        .apply_app(
+            "web",
+            json!({"routing": {}, "auth": {"enabled": true, "keycloakConfig": {"protocolMappers": [forged]}}}),
+        )
+        .await;
+    let message = world
+        .wait_condition("web", "AuthReady", "False", "ProtocolMapperNotAllowed")
+        .await;
+    assert!(message.starts_with("protocol mapper i-am-admin: type oidc-hardcoded-claim-mapper is not allowed"));
+    assert!(
+        world.keycloak_client(&format!("{ns}-web")).is_none(),
+        "nothing was provisioned"
+    );
+
+    let other_audience = json!({"name": "aud", "protocolMapper": "oidc-audience-mapper",
+                                "config": {"included.client.audience": "someone-elses-app"}});
+    world
+        .apply_app(
+            "web",
+            json!({"routing": {}, "auth": {"enabled": true, "keycloakConfig": {"protocolMappers": [other_audience]}}}),
+        )
+        .await;
+    world
+        .wait_condition_containing("web", "AuthReady", "False", "ProtocolMapperNotAllowed", "own clients")
+        .await;
+    world
+        .apply_app(
+            "web",
+            json!({"routing": {}, "auth": {"enabled": true, "scopes": ["openid", "realm-admin-scope"]}}),
+        )
+        .await;
+    world
+        .wait_condition("web", "AuthReady", "False", "ClientScopeNotAllowed")
+        .await;
+    assert!(
+        world.keycloak_client(&format!("{ns}-web")).is_none(),
+        "nothing was provisioned"
+    );
+    // Within the policy, the app is provisioned.
+    let own_audience = json!({"name": "aud", "protocolMapper": "oidc-audience-mapper",
+                              "config": {"included.client.audience": format!("{ns}-web")}});
+    world
+        .apply_app(
+            "web",
+            json!({"routing": {}, "auth": {"enabled": true, "keycloakConfig": {"protocolMappers": [own_audience]}}}),
+        )
+        .await;
+    world.wait_ready("web").await;
+}
+
+#[tokio::test]
+async fn token_exchange_peers_are_the_same_namespace_unless_the_target_names_another() {
+    let world = World::start(Setup::default()).await;
+    let hooks = world.keycloak.hooks();
+    hooks.set_fine_grained_authz_v1(true);
+    let ns = world.namespace.clone();
+    let other = format!("mallory{}", unique_suffix());
+    let mallory = world.tenant(&other).await;
+    let outsider = world.app_document_in(
+        &other,
+        "web",
+        json!({"hostname": "outsider.example.com", "routing": {}, "auth": {"enabled": true}}),
+    );
+    mallory.apply(&outsider.to_string()).await;
+    conditions::wait_ready(&world.apps_in(&other), "web").await;
+    world
+        .apply_app("web", json!({"routing": {}, "auth": {"enabled": true}}))
+        .await;
+    world.wait_ready("web").await;
+    world
+        .apply_app(
+            "api",
+            json!({"routing": {}, "auth": {"enabled": true, "tokenExchange": {"enabled": true}}}),
+        )
+        .await;
+    world.wait_ready("api").await;
+
+    let api_id = world.keycloak_client(&format!("{ns}-api")).expect("api client")["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    let permission = format!("token-exchange.permission.client.{api_id}");
+    let granted = |policies: &[String], peer: &str| policies.iter().any(|p| p == &format!("{peer}-token-exchange"));
+    let policies = || {
+        hooks
+            .permission_policies(REALM, &permission)
+            .map(|(_, names)| names)
+            .unwrap_or_default()
+    };
+    let sibling = format!("{ns}-web");
+    wait_until("the same namespace's app is granted", Deadline::secs(30), || {
+        let now = policies();
+        let found = granted(&now, &sibling);
+        async move { if found { Ok(Some(())) } else { Err(format!("{now:?}")) } }
+    })
+    .await;
+    assert!(
+        !granted(&policies(), &format!("{other}-web")),
+        "another namespace's app is not a peer"
+    );
+
+    // The target names the other namespace's app: now it is one.
+    world
+        .apply_app(
+            "api",
+            json!({"routing": {}, "auth": {"enabled": true,
+                   "tokenExchange": {"enabled": true, "peers": [format!("{other}/web")]}}}),
+        )
+        .await;
+    let outsider_policy = format!("{other}-web");
+    wait_until("the named app is granted", Deadline::secs(30), || {
+        let now = policies();
+        let found = granted(&now, &outsider_policy);
+        async move { if found { Ok(Some(())) } else { Err(format!("{now:?}")) } }
+    })
+    .await;
 }

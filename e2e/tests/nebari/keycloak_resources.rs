@@ -293,16 +293,17 @@ async fn an_spa_client_id_naming_another_apps_or_an_unmanaged_client_is_refused_
     let spa = |client_id: &str, enabled: bool| json!({"routing": {}, "auth": {"enabled": true, "spaClient": {"enabled": enabled, "clientId": client_id}}});
     world.apply_app("thief", spa(&victim, true)).await;
     let message = world
-        .wait_condition("thief", "AuthReady", "False", "InvalidConfiguration")
+        .wait_condition("thief", "AuthReady", "False", "KeycloakClientNotOwned")
         .await;
-    assert!(
-        message.contains(&victim) && message.contains(&format!("{ns}/web")),
-        "{message}"
+    assert_eq!(
+        message,
+        format!("Keycloak client {victim} belongs to another NebariApp; choose another client id"),
+        "the owner is not named: it may be another tenant"
     );
     // Or an unmanaged one.
     world.apply_app("thief", spa("admin-console", true)).await;
     let message = world
-        .wait_condition_containing("thief", "AuthReady", "False", "InvalidConfiguration", "admin-console")
+        .wait_condition_containing("thief", "AuthReady", "False", "KeycloakClientNotOwned", "admin-console")
         .await;
     assert!(message.contains("not managed by this NebariApp"), "{message}");
 
@@ -336,8 +337,8 @@ async fn an_spa_client_id_naming_another_apps_or_an_unmanaged_client_is_refused_
 }
 
 #[tokio::test]
-async fn a_client_left_by_the_original_operator_is_adopted_and_keeps_its_secret() {
-    let world = World::start(Setup::default()).await;
+async fn a_client_left_by_the_original_operator_is_adopted_only_when_the_platform_opts_in_and_keeps_its_secret() {
+    let mut world = World::start(Setup::default()).await;
     let client_id = format!("{}-web", world.namespace);
     let seed = ClientSeed {
         secret: Some("secret-from-the-original-operator".into()),
@@ -348,6 +349,18 @@ async fn a_client_left_by_the_original_operator_is_adopted_and_keeps_its_secret(
     world
         .apply_app("web", json!({"routing": {}, "auth": {"enabled": true}}))
         .await;
+    // An ownerless client is someone's: without the platform's opt-in it is left alone.
+    let message = world
+        .wait_condition("web", "AuthReady", "False", "KeycloakClientNotOwned")
+        .await;
+    assert!(message.contains("--keycloak-adopt-unowned-clients"), "{message}");
+    let untouched = world.keycloak_client(&client_id).expect("client");
+    assert!(untouched["attributes"].get("nebari.dev/owner").is_none(), "{untouched}");
+
+    // Taking over the replaced operator's clients: the admin runs the manager with the opt-in.
+    world.manager_mut().stop().await;
+    world.manager_args.push("--keycloak-adopt-unowned-clients".to_string());
+    world.start_manager(false).await;
     world.wait_ready("web").await;
     let client = world.keycloak_client(&client_id).expect("client");
     assert_eq!(
