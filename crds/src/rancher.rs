@@ -104,9 +104,14 @@ pub struct ManagedRancherProjectSpec {
     /// Take over an existing Rancher project with this name even though it carries no ownership annotation
     /// (neither this operator's nor the original operator's `waldur/managed`). Without it such a project is left
     /// alone and the `RancherProjectReady` condition says why. A project another ManagedRancherProject manages is
-    /// never taken over. Once adopted, the project is managed (and deleted with this object) like one it created.
+    /// never taken over, nor are Rancher's built-in System and Default projects. Once adopted, the project is
+    /// managed like one this object created, but deleting the object only releases it (see deleteAdoptedProject).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub adopt_existing_project: bool,
+    /// Delete a project taken over with adoptExistingProject when this object is deleted. By default it is only
+    /// released (its ownership annotations removed): it existed before this object and may hold others' work.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub delete_adopted_project: bool,
     /// Deprecated and ignored: operators before 0.3.0 created a namespace from this block. Namespaces are now
     /// managed in Rancher by the project's users.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -145,6 +145,20 @@ pub struct NewProject {
     pub quotas: Option<ProjectQuotas>,
 }
 
+/// The label Rancher puts on every cluster's System project.
+pub const SYSTEM_PROJECT_LABEL: &str = "authz.management.cattle.io/system-project";
+/// The label Rancher puts on every cluster's Default project.
+pub const DEFAULT_PROJECT_LABEL: &str = "authz.management.cattle.io/default-project";
+
+impl Project {
+    /// Whether this is one of the projects Rancher makes in every cluster (System, Default): never adopted or
+    /// deleted by the operator, whatever a spec says.
+    pub fn is_built_in(&self) -> bool {
+        let labelled = |label: &str| self.labels.get(label).is_some_and(|v| v == "true");
+        labelled(SYSTEM_PROJECT_LABEL) || labelled(DEFAULT_PROJECT_LABEL)
+    }
+}
+
 /// Changes to a project; anything left `None` (or empty) is left alone.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ProjectUpdate {

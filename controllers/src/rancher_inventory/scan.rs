@@ -9,10 +9,7 @@ use crds::rancher::{ManagedRancherProject, UnmanagedProject};
 use crate::rancher::{Namespace, Project};
 use crate::rancher_project::project::OWNER_ANNOTATION;
 
-/// Rancher's label on the System project.
-pub const SYSTEM_PROJECT_LABEL: &str = "authz.management.cattle.io/system-project";
-/// Rancher's label on the Default project.
-pub const DEFAULT_PROJECT_LABEL: &str = "authz.management.cattle.io/default-project";
+pub use crate::rancher::wire::{DEFAULT_PROJECT_LABEL, SYSTEM_PROJECT_LABEL};
 
 /// The result of a scan.
 #[derive(Clone, Debug, Default, PartialEq)]

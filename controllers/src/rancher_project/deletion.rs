@@ -29,6 +29,7 @@ use super::groups::{self, ParentRemoval, Removal};
 use super::members;
 use super::project;
 use super::status;
+use crate::rancher::Project;
 use crate::rancher::{BindingTarget, Deletion, RancherClient};
 
 /// Reason of the Warning event saying why the finalizer stays.
@@ -192,14 +193,14 @@ impl Cleanup<'_> {
         let owner = project::owner_key(self.mrp);
         let stored = self.status.rancher_project_id.clone().filter(|id| !id.is_empty());
         if let Some(id) = &stored {
-            match rancher.delete_project(id).await {
-                Ok(Deletion::Deleted) => {
-                    self.done.push(format!("Rancher project {id}"));
+            match rancher.get_project(id).await {
+                Ok(Some(project)) if !project.is_removing() => {
+                    self.remove_project(rancher, &project).await;
                     return;
                 }
-                Ok(Deletion::AlreadyGone) => {}
+                Ok(_) => {}
                 Err(error) => {
-                    self.failed("delete project", error.into());
+                    self.failed("read project", error.into());
                     return;
                 }
             }
@@ -219,13 +220,30 @@ impl Cleanup<'_> {
             .filter(|p| !claimed.contains(&p.id))
         {
             if let Some(stale) = &stored {
-                tracing::warn!(stale = %stale, current = %project.id, "stored project id was stale; deleting the current project found by name");
+                tracing::warn!(stale = %stale, current = %project.id, "stored project id was stale; removing the current project found by name");
             }
-            match rancher.delete_project(&project.id).await {
-                Ok(Deletion::Deleted) => self.done.push(format!("Rancher project {}", project.id)),
-                Ok(Deletion::AlreadyGone) => {}
-                Err(error) => self.failed("delete project", error.into()),
+            self.remove_project(rancher, &project).await;
+        }
+    }
+
+    /// Deletes the object's project, or releases it when it was adopted (see `project::release_only`).
+    async fn remove_project(&mut self, rancher: &RancherClient, project: &Project) {
+        if project.is_built_in() {
+            return;
+        }
+        if project::release_only(project, self.mrp) {
+            match rancher.update_project(project, &project::release(project)).await {
+                Ok(_) => self
+                    .done
+                    .push(format!("released the adopted Rancher project {}", project.id)),
+                Err(error) => self.failed("release project", error.into()),
             }
+            return;
+        }
+        match rancher.delete_project(&project.id).await {
+            Ok(Deletion::Deleted) => self.done.push(format!("Rancher project {}", project.id)),
+            Ok(Deletion::AlreadyGone) => {}
+            Err(error) => self.failed("delete project", error.into()),
         }
     }
 }

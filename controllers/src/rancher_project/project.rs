@@ -11,7 +11,11 @@
 //!   replaced operator for this object and is taken over (unless its `waldur.io/resource-project-uuid`
 //!   names another Waldur project);
 //! - any other project is taken over only with `spec.adoptExistingProject`;
-//! - a project another ManagedRancherProject records or owns is never taken.
+//! - a project another ManagedRancherProject records or owns is never taken;
+//! - Rancher's built-in System and Default projects are never taken, whatever the spec says.
+//!
+//! A project taken over with `adoptExistingProject` is marked `waldur.io/adopted`; deleting the object then only
+//! releases it (removes the ownership annotations) unless `spec.deleteAdoptedProject` says to delete it.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -25,6 +29,8 @@ use super::status::{RANCHER_PROJECT_READY, RESOURCE_QUOTA_READY};
 use crate::rancher::wire::{MANAGED_ANNOTATION, ORGANIZATION_ANNOTATION, PROJECT_SLUG_ANNOTATION};
 use crate::rancher::{NewProject, Project, ProjectQuotas, ProjectUpdate, RancherClient};
 
+/// Annotation marking a project taken over with `adoptExistingProject` (it existed before the object).
+pub const ADOPTED_ANNOTATION: &str = "waldur.io/adopted";
 /// Annotation naming the ManagedRancherProject (`<namespace>/<name>`) that owns a Rancher project.
 pub const OWNER_ANNOTATION: &str = "waldur.io/owner";
 /// Annotation recording the Waldur resource (provenance).
@@ -100,10 +106,19 @@ pub struct Wanted<'a> {
 
 /// Decides among the projects named like the wanted one (pure).
 pub fn choose(candidates: &[Project], wanted: &Wanted<'_>) -> Choice {
-    let live: Vec<&Project> = candidates
-        .iter()
-        .filter(|p| !p.is_removing() && p.cluster_id == wanted.cluster_id)
-        .collect();
+    let in_cluster = || {
+        candidates
+            .iter()
+            .filter(|p| !p.is_removing() && p.cluster_id == wanted.cluster_id)
+    };
+    if in_cluster().any(Project::is_built_in) {
+        return Choice::Refuse(format!(
+            "{:?} in cluster {} is one of Rancher's built-in projects, which are never taken over; choose another \
+             projectName",
+            wanted.name, wanted.cluster_id
+        ));
+    }
+    let live: Vec<&Project> = in_cluster().collect();
     let mut ours: Vec<&Project> = live
         .iter()
         .copied()
@@ -285,6 +300,18 @@ pub async fn resolve(
     };
     let candidates = rancher.find_projects(&spec.cluster_id, &spec.project_name).await?;
     match choose(&candidates, &wanted) {
+        Choice::Use(project, Adoption::Explicit) => {
+            // Recorded on the project before anything else, so cleanup releases rather than deletes it.
+            let mark = ProjectUpdate {
+                annotations: BTreeMap::from([(ADOPTED_ANNOTATION.to_string(), Some("true".to_string()))]),
+                ..ProjectUpdate::default()
+            };
+            let project = rancher.update_project(&project, &mark).await?;
+            Ok(Resolved {
+                project,
+                how: Some(Found::Adopted(Adoption::Explicit)),
+            })
+        }
         Choice::Use(project, adoption) => Ok(Resolved {
             project: *project,
             how: Some(Found::Adopted(adoption)),
@@ -327,12 +354,31 @@ pub async fn sync_metadata(
     Ok((updated, true))
 }
 
+/// Whether cleanup releases `project` instead of deleting it: it was adopted and the spec does not say to delete
+/// adopted projects.
+pub fn release_only(project: &Project, mrp: &ManagedRancherProject) -> bool {
+    project.annotations.get(ADOPTED_ANNOTATION).is_some_and(|v| v == "true") && !mrp.spec.delete_adopted_project
+}
+
+/// The update that hands a released project back: ownership and adoption annotations removed.
+pub fn release(project: &Project) -> ProjectUpdate {
+    let annotations = [OWNER_ANNOTATION, ADOPTED_ANNOTATION]
+        .into_iter()
+        .filter(|key| project.annotations.contains_key(*key))
+        .map(|key| (key.to_string(), None))
+        .collect();
+    ProjectUpdate {
+        annotations,
+        ..ProjectUpdate::default()
+    }
+}
+
 /// The projects named like the object's that it may delete on cleanup: its own (owner annotation), and — when
 /// `stale` (the recorded id was gone) — one the original operator made, as that operator's fallback did.
 pub fn deletable(candidates: &[Project], owner: &str, cluster_id: &str, stale: bool) -> Vec<Project> {
     candidates
         .iter()
-        .filter(|p| !p.is_removing() && p.cluster_id == cluster_id)
+        .filter(|p| !p.is_removing() && p.cluster_id == cluster_id && !p.is_built_in())
         .filter(|p| match ownership(p, owner) {
             Ownership::Ours => true,
             Ownership::Original => stale,

@@ -118,4 +118,49 @@ async fn a_foreign_project_is_adopted_only_when_the_cr_allows_it() {
         format!("{NAMESPACE}/handmade-8888aaaa")
     );
     assert_eq!(project["annotations"]["team"], "ops", "annotations of others are kept");
+    assert_eq!(project["annotations"]["waldur.io/adopted"], "true");
+
+    // The project existed before the object: deleting the object releases it, it does not delete it.
+    world.delete("handmade-8888aaaa").await;
+    world.wait_gone("handmade-8888aaaa").await;
+    let project = world
+        .project(&foreign)
+        .expect("the adopted project outlives the object");
+    assert!(project["annotations"].get("waldur.io/owner").is_none(), "{project}");
+    assert!(project["annotations"].get("waldur.io/adopted").is_none(), "{project}");
+    assert_eq!(project["annotations"]["team"], "ops");
+}
+
+#[tokio::test]
+async fn rancher_built_in_projects_are_never_adopted() {
+    let world = World::start(Setup::default()).await;
+    let built_in = world.projects_named("Default");
+    assert_eq!(
+        built_in.len(),
+        1,
+        "the emulator's cluster has Rancher's Default project"
+    );
+    let rp = "9999aaaa4b2c4e7f9a0b1c2d3e4f5a6b";
+    let mut spec = writer_spec("Default", rp, vec![]);
+    spec["adoptExistingProject"] = json!(true);
+    spec["deleteAdoptedProject"] = json!(true);
+    world.write("default-9999aaaa", spec, writer_labels(rp)).await;
+    let object = world
+        .wait_for("default-9999aaaa", "RancherProjectReady False", |o| {
+            condition(o, "RancherProjectReady").is_some_and(|c| c["status"] == "False")
+        })
+        .await;
+    let refused = condition(&object, "RancherProjectReady").expect("condition");
+    assert_eq!(refused["reason"], "ProjectNameTaken");
+    assert!(
+        refused["message"].as_str().unwrap_or_default().contains("built-in"),
+        "{refused}"
+    );
+    world.delete("default-9999aaaa").await;
+    world.wait_gone("default-9999aaaa").await;
+    assert_eq!(
+        world.projects_named("Default"),
+        built_in,
+        "Rancher's Default project is untouched"
+    );
 }
