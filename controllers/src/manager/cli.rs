@@ -15,6 +15,7 @@ use crate::nebari_app::hostname::{HostnamePattern, HostnamePolicy};
 use crate::rancher::RancherConnection;
 use crate::rancher_inventory::RancherInventorySettings;
 use crate::rancher_project::RancherProjectSettings;
+use crate::rancher_project::policy::RancherPolicy;
 
 /// A Kubernetes operator hosting the NebariApp, KeystoneApplicationCredential and ManagedRancherProject
 /// controllers in one process.
@@ -395,6 +396,35 @@ pub struct RancherFlags {
         default_value_t = 600
     )]
     pub rancher_error_after_seconds: u64,
+
+    /// Rancher cluster ids ManagedRancherProjects and RancherProjectInventories may name (comma-separated; empty
+    /// allows every cluster). Defence in depth behind the trusted writer, see docs/trust-model.md.
+    #[arg(
+        long = "rancher-allowed-clusters",
+        env = "RANCHER_ALLOWED_CLUSTERS",
+        value_delimiter = ','
+    )]
+    pub rancher_allowed_clusters: Vec<String>,
+
+    /// Role templates project bindings may use (comma-separated; empty allows every role template).
+    #[arg(
+        long = "rancher-allowed-project-roles",
+        env = "RANCHER_ALLOWED_PROJECT_ROLES",
+        value_delimiter = ','
+    )]
+    pub rancher_allowed_project_roles: Vec<String>,
+
+    /// Role templates cluster bindings may use (comma-separated; empty allows every role template).
+    #[arg(
+        long = "rancher-allowed-cluster-roles",
+        env = "RANCHER_ALLOWED_CLUSTER_ROLES",
+        value_delimiter = ','
+    )]
+    pub rancher_allowed_cluster_roles: Vec<String>,
+
+    /// A prefix every Keycloak group name of a ManagedRancherProject must start with (empty: any name).
+    #[arg(long = "rancher-group-prefix", env = "RANCHER_GROUP_PREFIX", default_value = "")]
+    pub rancher_group_prefix: String,
 }
 
 /// The configured namespace, else the manager's own (`POD_NAMESPACE`), else `default`.
@@ -516,6 +546,7 @@ impl RancherFlags {
             resync_interval: seconds(self.rancher_resync_interval_seconds.max(1)),
             authoritative_membership: self.rancher_authoritative_membership,
             error_after: seconds(self.rancher_error_after_seconds),
+            policy: self.rancher_policy(),
         }
     }
 
@@ -523,6 +554,18 @@ impl RancherFlags {
     pub fn inventory_settings(&self) -> RancherInventorySettings {
         RancherInventorySettings {
             rancher: self.rancher(),
+            policy: self.rancher_policy(),
+        }
+    }
+
+    /// The clusters, role templates and group names objects may use.
+    fn rancher_policy(&self) -> RancherPolicy {
+        let prefix = self.rancher_group_prefix.trim();
+        RancherPolicy {
+            allowed_clusters: trimmed(&self.rancher_allowed_clusters),
+            project_roles: trimmed(&self.rancher_allowed_project_roles),
+            cluster_roles: trimmed(&self.rancher_allowed_cluster_roles),
+            group_prefix: (!prefix.is_empty()).then(|| prefix.to_string()),
         }
     }
 }

@@ -26,6 +26,7 @@ use kube::api::ListParams;
 
 use crate::rancher::{RancherClient, RancherConnection};
 use crate::rancher_project::error::MrpError;
+use crate::rancher_project::policy::RancherPolicy;
 use crate::rancher_project::status::to_seconds;
 
 /// The controller's name (`--controllers`, metrics, events).
@@ -38,11 +39,14 @@ const MIN_INTERVAL_SECONDS: i64 = 10;
 pub struct RancherInventorySettings {
     /// Rancher (the same one ManagedRancherProject uses); without it scans report `RancherNotConfigured`.
     pub rancher: Option<RancherConnection>,
+    /// The clusters inventories may scan (the ManagedRancherProject policy's `--rancher-allowed-clusters`).
+    pub policy: RancherPolicy,
 }
 
 /// The controller: the Rancher client and a clock.
 pub struct InventoryController {
     rancher: Option<RancherClient>,
+    policy: RancherPolicy,
     clock: Arc<dyn Clock>,
     /// Every namespace's ManagedRancherProjects tell managed projects from unmanaged ones.
     objects: WidestList,
@@ -66,6 +70,7 @@ impl InventoryController {
             })?;
         Ok(Self {
             rancher,
+            policy: settings.policy.clone(),
             clock: Arc::new(SystemClock),
             objects: WidestList::default(),
         })
@@ -77,6 +82,7 @@ impl InventoryController {
             flag: "--rancher-url",
         })?;
         let cluster = &rpi.spec.cluster_id;
+        self.policy.check_cluster(cluster).map_err(MrpError::NotAllowed)?;
         let projects = rancher.list_projects(cluster).await?;
         let namespaces = rancher.list_namespaces(cluster, None).await?;
         let (objects, _) = self

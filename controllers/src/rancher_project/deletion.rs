@@ -255,6 +255,12 @@ pub async fn cleanup(controller: &Controller, mrp: Arc<ManagedRancherProject>, c
         tracing::warn!("{SKIP_CLEANUP_ANNOTATION} is set: releasing without cleaning up Rancher and Keycloak");
         return Ok(());
     }
+    if let Err(refusal) = controller.settings.policy.check_cluster(&mrp.spec.cluster_id) {
+        // Never acted on, so there is nothing of its own to clean up; acting now (the stale-id fallback deletes
+        // by name) would be the very access the policy refuses.
+        tracing::warn!(%refusal, "the operator's policy refuses this object: released without touching Rancher or Keycloak");
+        return Ok(());
+    }
     // Afresh and cluster-wide, whatever the manager watches (see `cluster_scope`).
     let listed = controller.peers.list_afresh(&ctx.client, &ctx.namespaces).await?;
     let mut cleanup = Cleanup {

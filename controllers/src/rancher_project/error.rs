@@ -31,6 +31,9 @@ pub enum MrpError {
     /// The spec cannot be acted on (objects stored before the CRD's validation existed).
     #[error("invalid spec: {0}")]
     InvalidSpec(String),
+    /// The operator's policy (`--rancher-allowed-clusters` and friends) refuses what the object asks for.
+    #[error("{0}")]
+    NotAllowed(String),
     /// A Kubernetes request failed.
     #[error(transparent)]
     Kube(#[from] KubeError),
@@ -61,9 +64,10 @@ impl MrpError {
 impl ReconcileError for MrpError {
     fn category(&self) -> ErrorCategory {
         match self {
-            MrpError::NotConfigured { .. } | MrpError::ProjectNameTaken(_) | MrpError::InvalidSpec(_) => {
-                ErrorCategory::Invalid
-            }
+            MrpError::NotConfigured { .. }
+            | MrpError::ProjectNameTaken(_)
+            | MrpError::InvalidSpec(_)
+            | MrpError::NotAllowed(_) => ErrorCategory::Invalid,
             MrpError::Rancher(error) => error.category(),
             MrpError::Keycloak(error) => error.category(),
             MrpError::Kube(_) => ErrorCategory::Transient,
@@ -78,6 +82,7 @@ impl ReconcileError for MrpError {
             MrpError::Keycloak(error) => error.reason(),
             MrpError::ProjectNameTaken(_) => "ProjectNameTaken",
             MrpError::InvalidSpec(_) => "InvalidSpec",
+            MrpError::NotAllowed(_) => "NotAllowedByPolicy",
             MrpError::Kube(_) => "KubernetesAPIError",
         }
     }

@@ -21,6 +21,7 @@ pub mod error;
 pub mod found;
 pub mod groups;
 pub mod members;
+pub mod policy;
 pub mod project;
 pub mod quotas;
 pub mod reconcile;

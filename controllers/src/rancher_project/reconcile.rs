@@ -51,6 +51,14 @@ pub async fn reconcile(
     // Before any external write: a pass that cannot see the other objects must not decide about shared ones.
     let all = controller.peers.all(&ctx.client, &ctx.namespaces).await?;
     let mut pass = Pass::new(controller, &mrp, &all);
+    if let Err(refusal) = controller
+        .settings
+        .policy
+        .check(&mrp.spec.cluster_id, &pass.plan.desired)
+    {
+        pass.refuse(refusal);
+        return pass.publish(ctx).await;
+    }
     pass.project().await;
     pass.quota().await;
     pass.groups().await;
@@ -172,6 +180,16 @@ impl<'a> Pass<'a> {
 
     /// Step 7: publishes the notes and the status; fails with the pass's first error, else asks for the next
     /// drift check.
+    /// Records that the operator's policy refuses the object: nothing is read or written in Rancher or Keycloak.
+    fn refuse(&mut self, refusal: String) {
+        let waiting = "not managed: the operator's policy refuses this object (see RancherProjectReady)";
+        for type_ in status::applicable(self.plan.desired.manages_access()) {
+            self.report.wait(type_, waiting);
+        }
+        self.report
+            .fail(status::RANCHER_PROJECT_READY, MrpError::NotAllowed(refusal));
+    }
+
     async fn publish(mut self, ctx: &Context) -> Result<Outcome, MrpError> {
         let plan = &self.plan;
         let mrp = plan.mrp;

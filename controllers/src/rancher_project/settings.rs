@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use super::policy::RancherPolicy;
 use crate::keycloak::KeycloakConnection;
 use crate::rancher::RancherConnection;
 
@@ -20,4 +21,6 @@ pub struct RancherProjectSettings {
     pub authoritative_membership: bool,
     /// How long a transient failure may last before the phase becomes `Error`.
     pub error_after: Duration,
+    /// Which clusters, role templates and group names objects may use.
+    pub policy: RancherPolicy,
 }

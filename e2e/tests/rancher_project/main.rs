@@ -16,6 +16,7 @@ mod inventory;
 mod membership;
 mod namespaced;
 mod outages;
+mod policy;
 mod quotas;
 mod samples;
 mod shared_cluster_bindings;
