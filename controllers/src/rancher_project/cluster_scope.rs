@@ -18,7 +18,7 @@ use std::sync::Arc;
 use crds::rancher::ManagedRancherProject;
 use kube::ResourceExt;
 
-use super::desired::{self, BindingKey, DesiredMember};
+use super::desired::{self, BindingKey, DesiredMember, Scope};
 
 /// The controller's view of every namespace's ManagedRancherProjects.
 pub type Peers = framework::peers::Peers<ManagedRancherProject>;
@@ -31,6 +31,51 @@ pub fn others(all: &[Arc<ManagedRancherProject>], me: &ManagedRancherProject) ->
         .filter(|o| o.metadata.deletion_timestamp.is_none())
         .cloned()
         .collect()
+}
+
+/// The groups `me` wants (as `desired`) that another object claimed first: Rancher binds by group name, so a
+/// group bound to one project must never be taken by another object (its members would get that project).
+/// Only cluster groups of the same cluster are shared (the Waldur plugin writes the same `spec.cluster` block into
+/// every project of a cluster). Who came first: the object that records the group in its status, then the
+/// older, then the smaller uid, so every replica and restart decides alike.
+pub fn contested_groups(
+    others: &[Arc<ManagedRancherProject>],
+    me: &ManagedRancherProject,
+    desired: &desired::Desired,
+) -> BTreeSet<String> {
+    let mut contested = BTreeSet::new();
+    for group in &desired.groups {
+        for other in others {
+            let Some(theirs) = desired::desired(&other.spec).group(&group.name).cloned() else {
+                continue;
+            };
+            let shared = group.scope == Scope::Cluster
+                && theirs.scope == Scope::Cluster
+                && other.spec.cluster_id == me.spec.cluster_id;
+            if !shared && precedes(other, me, &group.name) {
+                contested.insert(group.name.clone());
+            }
+        }
+    }
+    contested
+}
+
+/// Whether `a` holds `group` before `b` (see [`contested_groups`]).
+fn precedes(a: &ManagedRancherProject, b: &ManagedRancherProject, group: &str) -> bool {
+    let holds = |o: &ManagedRancherProject| {
+        o.status.as_ref().is_some_and(|s| {
+            s.keycloak_role_bindings
+                .iter()
+                .chain(&s.cluster_keycloak_role_bindings)
+                .any(|e| e.group_name == group && e.keycloak_group_id.is_some())
+        })
+    };
+    let created = |o: &ManagedRancherProject| o.metadata.creation_timestamp.as_ref().map(|t| t.0);
+    match (holds(a), holds(b)) {
+        (true, false) => true,
+        (false, true) => false,
+        _ => (created(a), a.uid()) < (created(b), b.uid()),
+    }
 }
 
 /// The Rancher project ids other objects record in their status.

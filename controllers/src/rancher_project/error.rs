@@ -31,6 +31,9 @@ pub enum MrpError {
     /// The spec cannot be acted on (objects stored before the CRD's validation existed).
     #[error("invalid spec: {0}")]
     InvalidSpec(String),
+    /// A group the object names is bound by another object, which claimed it first.
+    #[error("{0}")]
+    GroupClaimed(String),
     /// The operator's policy (`--rancher-allowed-clusters` and friends) refuses what the object asks for.
     #[error("{0}")]
     NotAllowed(String),
@@ -67,7 +70,8 @@ impl ReconcileError for MrpError {
             MrpError::NotConfigured { .. }
             | MrpError::ProjectNameTaken(_)
             | MrpError::InvalidSpec(_)
-            | MrpError::NotAllowed(_) => ErrorCategory::Invalid,
+            | MrpError::NotAllowed(_)
+            | MrpError::GroupClaimed(_) => ErrorCategory::Invalid,
             MrpError::Rancher(error) => error.category(),
             MrpError::Keycloak(error) => error.category(),
             MrpError::Kube(_) => ErrorCategory::Transient,
@@ -83,6 +87,7 @@ impl ReconcileError for MrpError {
             MrpError::ProjectNameTaken(_) => "ProjectNameTaken",
             MrpError::InvalidSpec(_) => "InvalidSpec",
             MrpError::NotAllowed(_) => "NotAllowedByPolicy",
+            MrpError::GroupClaimed(_) => "GroupClaimedByAnotherProject",
             MrpError::Kube(_) => "KubernetesAPIError",
         }
     }

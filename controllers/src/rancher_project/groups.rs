@@ -19,6 +19,8 @@ use crate::keycloak::{Ensured, Group, KeycloakError, RealmClient};
 pub const MANAGED_BY_ATTRIBUTE: &str = "managed_by";
 /// Its value.
 pub const MANAGED_BY: &str = "rancher-keycloak-operator";
+/// Attribute recording the ManagedRancherProject (`<namespace>/<name>`) that created a binding group.
+pub const OWNER_ATTRIBUTE: &str = "waldur.io/owner";
 /// Description of a parent group created here.
 pub const PARENT_DESCRIPTION: &str = "Cluster access group";
 
@@ -45,16 +47,20 @@ pub async fn ensure_parent(realm: &RealmClient, name: &str) -> Result<Ensured<Gr
         .await
 }
 
-/// A binding group: a child of `parent`, or a top-level group when there is no parent.
+/// A binding group: a child of `parent`, or a top-level group when there is no parent; a new one records
+/// `owner` (`<namespace>/<name>` of the object) as its creator.
 pub async fn ensure_group(
     realm: &RealmClient,
     parent: Option<&str>,
     name: &str,
     description: &str,
+    owner: &str,
 ) -> Result<Ensured<Group>, KeycloakError> {
+    let mut attributes = attributes(description);
+    attributes.insert(OWNER_ATTRIBUTE.to_string(), vec![owner.to_string()]);
     match parent {
-        Some(parent) => realm.ensure_child_group(parent, name, &attributes(description)).await,
-        None => realm.ensure_top_level_group(name, &attributes(description)).await,
+        Some(parent) => realm.ensure_child_group(parent, name, &attributes).await,
+        None => realm.ensure_top_level_group(name, &attributes).await,
     }
 }
 
@@ -249,8 +255,9 @@ impl Pass<'_> {
         }
         let mut created = BTreeSet::new();
         let mut group_error: Option<MrpError> = None;
+        let owner = super::project::owner_key(self.plan.mrp);
         for plan in &desired.groups {
-            match ensure_group(realm, done.parent_id.as_deref(), &plan.name, &plan.description).await {
+            match ensure_group(realm, done.parent_id.as_deref(), &plan.name, &plan.description, &owner).await {
                 Ok(ensured) => {
                     if ensured.created {
                         created.insert(plan.name.clone());

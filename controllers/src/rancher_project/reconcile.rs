@@ -21,6 +21,7 @@
 //! A pass with nothing to do reads the project, its bindings, the parent and binding groups and their members,
 //! and writes nothing.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use crds::rancher::{ManagedRancherProject, ManagedRancherProjectStatus};
@@ -65,6 +66,7 @@ pub async fn reconcile(
     pass.bindings().await;
     pass.members().await;
     pass.remove_unwanted().await;
+    pass.report_contested();
     pass.publish(ctx).await
 }
 
@@ -94,6 +96,8 @@ pub struct Plan<'a> {
     pub translation: Translation,
     /// When the pass started (whole seconds).
     pub now: Timestamp,
+    /// Groups the spec names that another object claimed first (left out of `desired`).
+    pub contested: BTreeSet<String>,
 }
 
 /// What one pass found out, gathered for the status and the events.
@@ -156,6 +160,15 @@ impl<'a> Pass<'a> {
     fn new(controller: &'a Controller, mrp: &'a ManagedRancherProject, all: &[Arc<ManagedRancherProject>]) -> Self {
         let others = cluster_scope::others(all, mrp);
         let mut desired = desired::desired(&mrp.spec);
+        // A group another object claimed first is not this object's: not created, bound or filled.
+        let contested = cluster_scope::contested_groups(&others, mrp, &desired);
+        desired.groups.retain(|g| !contested.contains(&g.name));
+        for keys in [desired.project.as_mut(), desired.cluster.as_mut()]
+            .into_iter()
+            .flatten()
+        {
+            keys.retain(|k| !contested.contains(&k.group));
+        }
         for group in desired.groups.iter_mut().filter(|g| g.scope == Scope::Cluster) {
             for member in cluster_scope::cluster_members(&others, &mrp.spec.cluster_id, &group.name) {
                 if !group.members.contains(&member) {
@@ -171,6 +184,7 @@ impl<'a> Pass<'a> {
                 others,
                 desired,
                 translation: desired::translate(mrp.spec.resource_quotas.as_ref()),
+                contested,
                 now: status::to_seconds(controller.clock.now()),
             },
             report: Report::default(),
@@ -180,6 +194,16 @@ impl<'a> Pass<'a> {
 
     /// Step 7: publishes the notes and the status; fails with the pass's first error, else asks for the next
     /// drift check.
+    /// Records the groups another object claimed first (left out of every step).
+    fn report_contested(&mut self) {
+        if let Some(first) = self.plan.contested.iter().next() {
+            let error = MrpError::GroupClaimed(format!(
+                "Keycloak group {first} is already bound by another ManagedRancherProject; choose another groupName"
+            ));
+            self.report.fail(status::KEYCLOAK_GROUPS_READY, error);
+        }
+    }
+
     /// Records that the operator's policy refuses the object: nothing is read or written in Rancher or Keycloak.
     fn refuse(&mut self, refusal: String) {
         let waiting = "not managed: the operator's policy refuses this object (see RancherProjectReady)";

@@ -11,6 +11,7 @@ mod binding_removal;
 mod creation;
 mod deletion;
 mod drift;
+mod group_claims;
 mod idempotence;
 mod inventory;
 mod membership;

@@ -211,6 +211,11 @@ impl World {
         self.manager.as_ref().expect("the manager was started")
     }
 
+    /// The running manager, to restart it.
+    pub fn manager_mut(&mut self) -> &mut ManagerProcess {
+        self.manager.as_mut().expect("the manager was started")
+    }
+
     /// The ManagedRancherProjects of the namespace.
     pub fn mrps(&self) -> Api<DynamicObject> {
         Api::namespaced_with(self.cluster.client(), NAMESPACE, &mrp_resource())
