@@ -16,16 +16,29 @@ cd "$root"
 
 if [ -z "${E2E_ISOLATED_FROM:-}" ]; then
   copy="$root/target/isolated/platform-operator"
+  staging="$root/target/isolated/staging"
   printf '\n==> copying the repository to %s\n' "$copy"
-  rm -rf "$copy"
-  mkdir -p "$copy"
+  rm -rf "$staging"
+  mkdir -p "$staging" "$copy"
   if git -C "$root" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
     git ls-files -z --cached --others --exclude-standard \
       | while IFS= read -r -d '' file; do [ -e "$file" ] && printf '%s\0' "$file"; done \
-      | tar --null -T - -cf - | tar -xf - -C "$copy"
+      | tar --null -T - -cf - | tar -xf - -C "$staging"
   else
-    tar --exclude=./target -cf - . | tar -xf - -C "$copy"
+    tar --exclude=./target -cf - . | tar -xf - -C "$staging"
   fi
+  # Only files whose content changed are replaced, and they get a fresh mtime: cargo decides freshness by
+  # mtime, so a copy that kept the originals' mtimes could look older than a build made from an earlier copy.
+  (cd "$staging" && find . -type f -print0) | while IFS= read -r -d '' file; do
+    if ! cmp -s "$staging/$file" "$copy/$file"; then
+      mkdir -p "$(dirname "$copy/$file")"
+      cp "$staging/$file" "$copy/$file"
+    fi
+  done
+  (cd "$copy" && find . -type f -print0) | while IFS= read -r -d '' file; do
+    [ -e "$staging/$file" ] || rm -f "$copy/$file"
+  done
+  rm -rf "$staging"
   mkdir -p "$root/target/tools"
   E2E_ISOLATED_FROM="$root" E2E_TOOLS_DIR="$root/target/tools" CARGO_TARGET_DIR="$root/target/isolated-build" \
     exec "$copy/e2e/test.sh"

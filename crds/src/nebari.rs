@@ -406,6 +406,10 @@ pub struct NebariAppStatus {
     /// The generation the status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+    /// Keycloak groups the app created or added members to, so those memberships can be reverted when a group
+    /// leaves the spec or the app is deleted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keycloak_groups: Vec<String>,
     /// The hostname the app serves: spec.hostname once the app's namespace owns it; empty while another
     /// namespace's app holds it or the platform does not allow it (see the RoutingReady condition).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -12,6 +12,7 @@ use crate::keycloak::KeycloakConnection;
 use crate::nebari_app::NebariAppSettings;
 use crate::nebari_app::auth_policy::{self, KeycloakPolicy};
 use crate::nebari_app::hostname::{HostnamePattern, HostnamePolicy};
+use crate::nebari_app::keycloak_groups::GroupPattern;
 use crate::rancher::RancherConnection;
 use crate::rancher_inventory::RancherInventorySettings;
 use crate::rancher_project::RancherProjectSettings;
@@ -237,6 +238,17 @@ pub struct NebariAppFlags {
         default_value_t = false
     )]
     pub adopt_unowned_clients: bool,
+
+    /// Existing Keycloak groups an app may add members to besides the groups it created: comma-separated name
+    /// patterns, `*` for any text and `{namespace}` for the app's namespace (`{namespace}-*`). Empty: only the
+    /// app's own groups.
+    #[arg(
+        long = "keycloak-group-policy",
+        env = "KEYCLOAK_GROUP_POLICY",
+        value_delimiter = ',',
+        value_parser = clap::value_parser!(GroupPattern)
+    )]
+    pub group_policy: Vec<GroupPattern>,
 }
 
 /// Flags of the KeystoneApplicationCredential controller.
@@ -490,6 +502,7 @@ impl NebariAppFlags {
                 mapper_types: trimmed(&self.allowed_mapper_types),
                 client_scopes: trimmed(&self.allowed_client_scopes),
                 adopt_unowned_clients: self.adopt_unowned_clients,
+                group_patterns: self.group_policy.clone(),
             },
         }
     }

@@ -16,7 +16,7 @@ use serde_json::json;
 use super::FORCE_REPROVISION_ANNOTATION;
 use super::auth_hash::{self, auth_config_hash};
 use super::error::NebariAppError;
-use super::keycloak_sync::{self, ProvisionedClients};
+use super::keycloak_sync::{self, Previous, ProvisionedClients};
 use super::oidc_secret::{OidcSecretData, oidc_secret};
 use super::rbac::{secret_reader_binding, secret_reader_role};
 use super::reconcile::Pass;
@@ -183,8 +183,9 @@ impl Pass<'_> {
             Some(data) if reuse => data,
             existing => {
                 let previous_spa = existing.and_then(|d| d.spa_client_id);
-                let data = self.provision(auth, &peers, previous_spa.as_deref()).await?;
+                let (data, groups) = self.provision(auth, &peers, previous_spa.as_deref()).await?;
                 self.status.status.auth_config_hash = Some(hash);
+                self.status.status.keycloak_groups = groups;
                 if forced {
                     self.remove_force_annotation().await?;
                 }
@@ -210,13 +211,14 @@ impl Pass<'_> {
         }))
     }
 
-    /// Provisions the app's clients in Keycloak and announces it.
+    /// Provisions the app's clients and groups in Keycloak and announces it; returns the credentials and the
+    /// groups to remember.
     async fn provision(
         &self,
         auth: &AuthConfig,
         peers: &[String],
         previous_spa: Option<&str>,
-    ) -> Result<OidcSecretData, NebariAppError> {
+    ) -> Result<(OidcSecretData, Vec<String>), NebariAppError> {
         let app = self.app;
         let ProvisionedClients {
             client_id,
@@ -224,6 +226,7 @@ impl Pass<'_> {
             spa_client_id,
             device_client_id,
             warnings,
+            groups,
         } = keycloak_sync::provision(
             self.controller,
             app,
@@ -231,7 +234,10 @@ impl Pass<'_> {
             &self.names,
             self.plan.is_tls(),
             peers,
-            previous_spa,
+            Previous {
+                spa: previous_spa,
+                groups: &self.status.status.keycloak_groups,
+            },
         )
         .await?;
         let reference = app.object_ref(&());
@@ -251,13 +257,14 @@ impl Pass<'_> {
                 &format!("Keycloak client {client_id} provisioned"),
             )
             .await;
-        Ok(OidcSecretData {
+        let data = OidcSecretData {
             client_id,
             client_secret,
             issuer_url: self.controller.settings.external_issuer().unwrap_or_default(),
             spa_client_id,
             device_client_id,
-        })
+        };
+        Ok((data, groups))
     }
 
     /// Once the app no longer has the operator provision its Keycloak clients (auth off, another provider,
@@ -278,6 +285,7 @@ impl Pass<'_> {
             return Err(error);
         }
         self.status.status.auth_config_hash = None;
+        self.status.status.keycloak_groups.clear();
         Ok(())
     }
 

@@ -6,6 +6,7 @@
 
 use crds::nebari::AuthConfig;
 
+use super::keycloak_groups::GroupPattern;
 use super::naming::AppNames;
 use super::security_policy::scopes;
 
@@ -43,6 +44,8 @@ pub struct KeycloakPolicy {
     /// Whether a client without an owner under one of an app's derived ids is adopted (only needed to take over
     /// the replaced operator's clients).
     pub adopt_unowned_clients: bool,
+    /// Existing groups an app may add members to besides its own (`--keycloak-group-policy`).
+    pub group_patterns: Vec<GroupPattern>,
 }
 
 impl Default for KeycloakPolicy {
@@ -51,6 +54,7 @@ impl Default for KeycloakPolicy {
             mapper_types: DEFAULT_MAPPER_TYPES.iter().map(|s| s.to_string()).collect(),
             client_scopes: DEFAULT_CLIENT_SCOPES.iter().map(|s| s.to_string()).collect(),
             adopt_unowned_clients: false,
+            group_patterns: Vec::new(),
         }
     }
 }

@@ -17,11 +17,12 @@ use secrecy::ExposeSecret;
 use super::NebariAppController;
 use super::auth_policy::KeycloakPolicy;
 use super::error::NebariAppError;
+use super::keycloak_groups::{self, AppGroups};
 use super::naming::AppNames;
 use super::oidc_secret::OidcSecretData;
 use super::security_policy::{callback_path, scopes};
 use crate::keycloak::{
-    Client, ClientSpec, ClientUpdate, ErrorKind, ProtocolMapper, RealmClient, TokenExchangeRequester, UserRef,
+    Client, ClientSpec, ClientUpdate, ErrorKind, ProtocolMapper, RealmClient, TokenExchangeRequester,
 };
 
 /// Description put on client scopes the operator creates.
@@ -97,6 +98,8 @@ pub struct ProvisionedClients {
     pub device_client_id: Option<String>,
     /// Things worth telling the user that do not fail the reconcile (unknown group members).
     pub warnings: Vec<String>,
+    /// The groups the app owns or added members to (for `status.keycloakGroups`).
+    pub groups: Vec<String>,
 }
 
 /// Reads the credentials back from an existing OIDC Secret (so a steady-state pass needs no Keycloak call).
@@ -161,8 +164,16 @@ pub async fn token_exchange_peers(
     Ok(peers)
 }
 
+/// What the last provisioning left that this one may have to undo.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Previous<'a> {
+    /// The SPA client id provisioned last time (from the OIDC Secret), removed if it changed.
+    pub spa: Option<&'a str>,
+    /// The groups the status remembers (`status.keycloakGroups`), reverted when no longer named.
+    pub groups: &'a [String],
+}
+
 /// Creates or updates everything the app needs in Keycloak; returns the credentials for the OIDC Secret.
-/// `previous_spa` is the SPA client id provisioned last time (from the OIDC Secret), removed if it changed.
 pub async fn provision(
     controller: &NebariAppController,
     app: &NebariApp,
@@ -170,7 +181,7 @@ pub async fn provision(
     names: &AppNames,
     tls: bool,
     peers: &[String],
-    previous_spa: Option<&str>,
+    previous: Previous<'_>,
 ) -> Result<ProvisionedClients, NebariAppError> {
     let policy = &controller.settings.keycloak_policy;
     super::auth_policy::check(auth, names, policy).map_err(|refusal| NebariAppError::Refused {
@@ -188,8 +199,11 @@ pub async fn provision(
     };
     let (confidential, client_secret) = run.confidential_client().await?;
     run.scopes_and_mappers(&confidential.id).await?;
-    run.groups().await?;
-    let spa_client_id = run.spa_client(previous_spa).await?;
+    let groups = AppGroups::new(&run.realm, names)
+        .sync(&keycloak_groups::wanted(auth), previous.groups, &policy.group_patterns)
+        .await?;
+    run.warnings.extend(groups.warnings);
+    let spa_client_id = run.spa_client(previous.spa).await?;
     let device_client_id = run.device_client(&confidential.client_id).await?;
     run.token_exchange(&confidential.id, peers).await?;
     Ok(ProvisionedClients {
@@ -198,6 +212,7 @@ pub async fn provision(
         spa_client_id,
         device_client_id,
         warnings: run.warnings,
+        groups: groups.managed,
     })
 }
 
@@ -277,40 +292,6 @@ impl Provisioning<'_> {
                 realm.ensure_protocol_mapper(client, &mapper).await?;
             }
             None => {}
-        }
-        Ok(())
-    }
-
-    /// The groups the app names, with their listed members added (never removed); unknown users become
-    /// warnings.
-    async fn groups(&mut self) -> Result<(), NebariAppError> {
-        let auth = self.auth;
-        let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for name in auth.groups.iter().flatten() {
-            groups.entry(name.clone()).or_default();
-        }
-        for group in auth.keycloak_config.iter().flat_map(|k| k.groups.iter().flatten()) {
-            groups
-                .entry(group.name.clone())
-                .or_default()
-                .extend(group.members.iter().flatten().cloned());
-        }
-        for (name, members) in &groups {
-            let group = self.realm.ensure_top_level_group(name, &BTreeMap::new()).await?.value;
-            if members.is_empty() {
-                continue;
-            }
-            let references: Vec<UserRef> = members.iter().map(|m| UserRef::UsernameOrEmail(m.clone())).collect();
-            let resolution = self.realm.resolve_users(&references).await?;
-            for (_, user) in &resolution.found {
-                self.realm.add_group_member(&group.id, &user.id).await?;
-            }
-            for unknown in &resolution.unknown {
-                self.warnings.push(format!(
-                    "user {} does not exist in Keycloak; not added to group {name}",
-                    unknown.identifier()
-                ));
-            }
         }
         Ok(())
     }
@@ -502,6 +483,10 @@ pub async fn delete_clients(
         delete_owned(&realm, custom, names, adopt).await?;
     }
     delete_owned(&realm, &names.keycloak_device_client(), names, adopt).await?;
+    let groups = AppGroups::new(&realm, names);
+    for group in status.iter().flat_map(|s| &s.keycloak_groups) {
+        groups.revert(group).await?;
+    }
     Ok(())
 }
 

@@ -18,6 +18,7 @@ pub mod cleanup;
 pub mod discovery;
 pub mod error;
 pub mod hostname;
+pub mod keycloak_groups;
 pub mod keycloak_sync;
 pub mod listener;
 pub mod naming;

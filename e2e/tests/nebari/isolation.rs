@@ -444,3 +444,36 @@ async fn token_exchange_peers_are_the_same_namespace_unless_the_target_names_ano
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_tenant_cannot_add_anyone_to_an_existing_realm_group() {
+    let world = World::start(Setup::default()).await;
+    let hooks = world.keycloak.hooks();
+    for user in [
+        keycloak_emulator::UserSeed::new(REALM, "root").member_of("/admin"),
+        keycloak_emulator::UserSeed::new(REALM, "mallory"),
+    ] {
+        hooks.seed_user(&user).expect("seed a user");
+    }
+    let mallory = world.tenant("mallory").await;
+    let join = json!({"hostname": "m.example.com", "routing": {}, "auth": {"enabled": true,
+                      "keycloakConfig": {"groups": [{"name": "admin", "members": ["mallory"]}]}}});
+    mallory
+        .apply(&world.app_document_in("mallory", "web", join).to_string())
+        .await;
+    let apps = world.apps_in("mallory");
+    let message = conditions::wait_for(&apps, "web", "AuthReady", "False", "GroupNotAllowed", "").await;
+    assert!(
+        message.starts_with("Keycloak group admin already exists and is not this app's"),
+        "{message}"
+    );
+    assert_eq!(hooks.group_members(REALM, "/admin"), Some(vec!["root".to_string()]));
+
+    // Requiring the group (without members) is fine and changes nothing in it.
+    let require = json!({"hostname": "m.example.com", "routing": {}, "auth": {"enabled": true, "groups": ["admin"]}});
+    mallory
+        .apply(&world.app_document_in("mallory", "web", require).to_string())
+        .await;
+    conditions::wait_ready(&apps, "web").await;
+    assert_eq!(hooks.group_members(REALM, "/admin"), Some(vec!["root".to_string()]));
+}

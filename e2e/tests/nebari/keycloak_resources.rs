@@ -18,8 +18,13 @@ fn mapper_names(client: &Value) -> Vec<String> {
 }
 
 #[tokio::test]
-async fn groups_are_created_and_members_added_without_removing_anyone_and_unknown_users_are_only_warned_about() {
-    let world = World::start(Setup::default()).await;
+async fn groups_are_created_members_added_and_only_the_operators_additions_ever_reverted() {
+    // `admins` exists already: the platform lets apps fill it.
+    let world = World::start(Setup {
+        manager_args: vec!["--keycloak-group-policy=admins".to_string()],
+        ..Setup::default()
+    })
+    .await;
     let hooks = world.keycloak.hooks();
     for user in [
         UserSeed::new(REALM, "alice"),
@@ -63,6 +68,15 @@ async fn groups_are_created_and_members_added_without_removing_anyone_and_unknow
     assert_eq!(members("/data-team"), Some(vec!["bob".to_string()]));
     let note = world.wait_event("web", "KeycloakWarning").await;
     assert!(note.contains("ghost") && note.contains("admins"), "{note}");
+    assert_eq!(
+        app.status.as_ref().map(|s| s.keycloak_groups.clone()),
+        Some(vec![
+            "admins".to_string(),
+            "data-team".to_string(),
+            "viewers".to_string()
+        ]),
+        "what the app created or filled is remembered"
+    );
 
     let client = world
         .keycloak_client(&format!("{}-web", world.namespace))
@@ -78,6 +92,35 @@ async fn groups_are_created_and_members_added_without_removing_anyone_and_unknow
         discovery.required_groups,
         Some(vec!["admins".to_string(), "viewers".to_string()])
     );
+
+    // alice leaves the spec: the membership the operator added is reverted; carol (added by hand) stays.
+    world
+        .apply_app(
+            "web",
+            json!({"routing": {}, "auth": {
+                "enabled": true, "scopes": ["openid", "profile", "email", "groups"], "groups": ["admins", "viewers"],
+                "keycloakConfig": {"groups": [{"name": "admins"}, {"name": "data-team", "members": ["bob"]}]},
+            }}),
+        )
+        .await;
+    e2e::harness::wait_until(
+        "alice removed from admins",
+        e2e::harness::Deadline::secs(30),
+        || async {
+            match members("/admins") {
+                Some(m) if m == vec!["carol".to_string()] => Ok(Some(())),
+                other => Err(format!("{other:?}")),
+            }
+        },
+    )
+    .await;
+
+    // The app goes: its own groups go with it, and nobody it did not add leaves a group it did not create.
+    world.delete_app("web").await;
+    world.wait_typed_gone::<crds::nebari::NebariApp>("web").await;
+    assert_eq!(members("/admins"), Some(vec!["carol".to_string()]));
+    assert_eq!(members("/data-team"), None, "created by the app, emptied, deleted");
+    assert_eq!(members("/viewers"), None);
 }
 
 #[tokio::test]
