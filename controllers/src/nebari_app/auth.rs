@@ -63,6 +63,20 @@ impl Pass<'_> {
             ));
             return Ok(AuthOutcome::unprotected());
         };
+        if auth.enforce_at_gateway
+            && auth.provider != AuthProvider::Keycloak
+            && auth.groups.as_ref().is_some_and(|g| !g.is_empty())
+        {
+            // The gateway can check groups only in tokens it can verify, with keys it knows where to fetch: the
+            // realm's. Exposing the app without the check would let every user of the provider in.
+            self.status.set(ConditionUpdate::failed(
+                AUTH_READY,
+                "GroupsNotEnforceable",
+                "auth.groups can only be enforced at the gateway with the keycloak provider; remove auth.groups or \
+                 let the application check groups itself (enforceAtGateway: false)",
+            ));
+            return Ok(AuthOutcome::unprotected());
+        }
         let credentials = match self.client_credentials(auth).await {
             Ok(ClientState::Ready(credentials)) => credentials,
             Ok(ClientState::Missing) => return Ok(AuthOutcome::unprotected()),

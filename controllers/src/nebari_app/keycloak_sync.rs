@@ -20,7 +20,7 @@ use super::error::NebariAppError;
 use super::keycloak_groups::{self, AppGroups};
 use super::naming::AppNames;
 use super::oidc_secret::OidcSecretData;
-use super::security_policy::{callback_path, scopes};
+use super::security_policy::{GROUPS_CLAIM, callback_path, scopes};
 use crate::keycloak::{
     Client, ClientSpec, ClientUpdate, ErrorKind, ProtocolMapper, RealmClient, TokenExchangeRequester,
 };
@@ -262,8 +262,9 @@ impl Provisioning<'_> {
         Ok((confidential, secret.expose_secret().to_string()))
     }
 
-    /// The confidential client's default scopes and protocol mappers (the configured ones, else a groups mapper
-    /// when `groups` is requested).
+    /// The confidential client's default scopes and protocol mappers: the configured ones, else a groups mapper
+    /// when `groups` is requested; and whenever `auth.groups` are enforced at the gateway, a groups mapper unless
+    /// a configured one already writes the `groups` claim into access tokens (the gateway's rules match it).
     async fn scopes_and_mappers(&self, client: &str) -> Result<(), NebariAppError> {
         let realm = &self.realm;
         realm
@@ -288,10 +289,22 @@ impl Provisioning<'_> {
                 }
             }
             None if self.scopes.iter().any(|s| s == "groups") => {
-                let mapper = ProtocolMapper::group_membership(GROUP_MAPPER, "groups", false);
+                let mapper = ProtocolMapper::group_membership(GROUP_MAPPER, GROUPS_CLAIM, false);
                 realm.ensure_protocol_mapper(client, &mapper).await?;
+                return Ok(());
             }
             None => {}
+        }
+        let enforced = self.auth.enforce_at_gateway && self.auth.groups.as_ref().is_some_and(|g| !g.is_empty());
+        let writes_groups = configured.iter().flat_map(|mappers| mappers.iter()).any(|m| {
+            let setting = |key: &str| m.config.as_ref().and_then(|c| c.get(key)).map(String::as_str);
+            m.protocol_mapper == "oidc-group-membership-mapper"
+                && setting("claim.name") == Some(GROUPS_CLAIM)
+                && setting("access.token.claim") != Some("false")
+        });
+        if enforced && !writes_groups {
+            let mapper = ProtocolMapper::group_membership(GROUP_MAPPER, GROUPS_CLAIM, false);
+            realm.ensure_protocol_mapper(client, &mapper).await?;
         }
         Ok(())
     }

@@ -2,8 +2,9 @@
 
 use crds::nebari::{AuthConfig, AuthProvider, HeaderMatchType, NebariApp};
 use crds::thirdparty::envoy_gateway::{
-    DenyRedirect, DenyRedirectHeaderMatch, Oidc, OidcProvider, PolicyTargetReference, SecretObjectReference,
-    SecurityPolicy, SecurityPolicySpec,
+    Authorization, AuthorizationRule, DenyRedirect, DenyRedirectHeaderMatch, Jwt, JwtClaim, JwtPrincipal, JwtProvider,
+    Oidc, OidcProvider, PolicyTargetReference, Principal, RemoteJwks, SecretObjectReference, SecurityPolicy,
+    SecurityPolicySpec,
 };
 use kube::api::ObjectMeta;
 
@@ -12,6 +13,12 @@ use super::settings::NebariAppSettings;
 
 /// Default OIDC scopes when the spec names none.
 pub const DEFAULT_SCOPES: [&str; 3] = ["openid", "profile", "email"];
+/// The JWT provider authorization rules refer to: the realm, whose keys verify the forwarded access token.
+pub const JWT_PROVIDER: &str = "keycloak";
+/// The claim the groups mapper writes and the rules match.
+pub const GROUPS_CLAIM: &str = "groups";
+/// Envoy Gateway accepts at most this many values per claim in one rule.
+const MAX_CLAIM_VALUES: usize = 16;
 /// Default callback path (Envoy Gateway's).
 pub const DEFAULT_REDIRECT_PATH: &str = "/oauth2/callback";
 
@@ -62,6 +69,7 @@ pub fn security_policy(
     credentials: &ClientCredentials,
     tls: bool,
 ) -> SecurityPolicy {
+    let groups: Vec<String> = auth.groups.iter().flatten().cloned().collect();
     let provider = match auth.provider {
         AuthProvider::Keycloak => {
             let internal = settings.internal_issuer();
@@ -122,10 +130,55 @@ pub fn security_policy(
                 redirect_url: Some(redirect_url(app, auth, tls)),
                 logout_path: Some("/logout".to_string()),
                 scopes: Some(scopes(auth)),
-                forward_access_token: auth.forward_access_token,
+                // The JWT filter reads the access token from the Authorization header the OIDC filter sets.
+                forward_access_token: if groups.is_empty() {
+                    auth.forward_access_token
+                } else {
+                    Some(true)
+                },
                 deny_redirect,
             }),
+            jwt: (!groups.is_empty()).then(|| Jwt {
+                providers: vec![JwtProvider {
+                    name: JWT_PROVIDER.to_string(),
+                    remote_jwks: RemoteJwks {
+                        uri: format!("{}/protocol/openid-connect/certs", settings.internal_issuer()),
+                    },
+                }],
+            }),
+            authorization: (!groups.is_empty()).then(|| group_authorization(&groups)),
         },
+    }
+}
+
+/// Rules admitting members of any of `groups` (the token's `groups` claim holds a name, or a path when the
+/// realm's mapper writes full paths), denying everyone else.
+pub fn group_authorization(groups: &[String]) -> Authorization {
+    let values: Vec<String> = groups
+        .iter()
+        .flat_map(|group| [group.clone(), format!("/{group}")])
+        .collect();
+    let rules = values
+        .chunks(MAX_CLAIM_VALUES)
+        .enumerate()
+        .map(|(index, chunk)| AuthorizationRule {
+            name: format!("allow-groups-{index}"),
+            action: "Allow".to_string(),
+            principal: Principal {
+                jwt: JwtPrincipal {
+                    provider: JWT_PROVIDER.to_string(),
+                    claims: vec![JwtClaim {
+                        name: GROUPS_CLAIM.to_string(),
+                        value_type: "StringArray".to_string(),
+                        values: chunk.to_vec(),
+                    }],
+                },
+            },
+        })
+        .collect();
+    Authorization {
+        default_action: "Deny".to_string(),
+        rules,
     }
 }
 
@@ -172,6 +225,33 @@ mod tests {
             json!(["openid", "profile", "email"]),
             "defaults when none are named"
         );
+    }
+
+    #[test]
+    fn listed_groups_are_enforced_on_the_verified_token_and_everyone_else_denied() {
+        let open = policy(&auth(json!({"enabled": true})), &NebariAppSettings::example(), true);
+        assert!(open["spec"].get("authorization").is_none(), "no groups, no rules");
+        let groups: Vec<String> = (0..9).map(|i| format!("g{i}")).collect();
+        let value = policy(
+            &auth(json!({"enabled": true, "groups": groups})),
+            &NebariAppSettings::example(),
+            true,
+        );
+        let spec = &value["spec"];
+        assert_eq!(spec["oidc"]["forwardAccessToken"], true);
+        assert_eq!(
+            spec["jwt"]["providers"][0]["remoteJWKS"]["uri"],
+            "http://keycloak.keycloak.svc:8080/realms/nebari/protocol/openid-connect/certs"
+        );
+        assert_eq!(spec["authorization"]["defaultAction"], "Deny");
+        let rules = spec["authorization"]["rules"].as_array().expect("rules");
+        assert_eq!(rules.len(), 2, "18 values, at most 16 per rule");
+        let claim = &rules[0]["principal"]["jwt"]["claims"][0];
+        assert_eq!(claim["name"], "groups");
+        assert_eq!(claim["valueType"], "StringArray");
+        assert_eq!(claim["values"][0], "g0");
+        assert_eq!(claim["values"][1], "/g0");
+        assert_eq!(rules[0]["principal"]["jwt"]["provider"], "keycloak");
     }
 
     #[test]

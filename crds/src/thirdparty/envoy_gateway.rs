@@ -21,6 +21,86 @@ pub struct SecurityPolicySpec {
     /// OpenID Connect settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oidc: Option<Oidc>,
+    /// JWT verification: the providers whose tokens authorization rules may match on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jwt: Option<Jwt>,
+    /// Who may pass: rules on the verified JWT's claims.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authorization: Option<Authorization>,
+}
+
+/// JWT authentication settings.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct Jwt {
+    /// The token issuers to verify against.
+    pub providers: Vec<JwtProvider>,
+}
+
+/// One JWT issuer.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct JwtProvider {
+    /// Name that authorization rules refer to.
+    pub name: String,
+    /// Where the issuer's signing keys are published.
+    #[serde(rename = "remoteJWKS")]
+    pub remote_jwks: RemoteJwks,
+}
+
+/// A JWKS URL.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct RemoteJwks {
+    /// The JWKS URI.
+    pub uri: String,
+}
+
+/// Authorization rules; the first matching rule decides, else the default action.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Authorization {
+    /// `Allow` or `Deny` when no rule matches.
+    pub default_action: String,
+    /// The rules, in order.
+    pub rules: Vec<AuthorizationRule>,
+}
+
+/// One authorization rule.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct AuthorizationRule {
+    /// A name for the rule (shown in Envoy's stats).
+    pub name: String,
+    /// `Allow` or `Deny`.
+    pub action: String,
+    /// Whom the rule matches.
+    pub principal: Principal,
+}
+
+/// A rule's principal: here, claims of a verified JWT.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct Principal {
+    /// JWT claims to match.
+    pub jwt: JwtPrincipal,
+}
+
+/// Claims of one provider's JWT; the rule matches when every claim matches.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct JwtPrincipal {
+    /// The provider (see [`JwtProvider::name`]).
+    pub provider: String,
+    /// The claims.
+    pub claims: Vec<JwtClaim>,
+}
+
+/// A claim matches when it holds any of `values` (1 to 16 of them).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct JwtClaim {
+    /// The claim name.
+    pub name: String,
+    /// `String` or `StringArray`.
+    pub value_type: String,
+    /// The accepted values.
+    pub values: Vec<String>,
 }
 
 /// A reference to the object a policy attaches to.

@@ -22,6 +22,8 @@ pub struct Shared {
     pub hooks: HookState,
     /// Prefix of every Keycloak path (e.g. `/auth`), empty for none.
     pub prefix: String,
+    /// The key tokens are signed with (published at `.../protocol/openid-connect/certs`).
+    pub signing: super::signing::SigningKey,
 }
 
 /// The handler state.

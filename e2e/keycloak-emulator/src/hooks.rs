@@ -316,6 +316,12 @@ impl Hooks {
         Self { shared }
     }
 
+    /// The access token `username` would hold after logging in through the client `client_id` in the browser
+    /// (signed, with the client's mapper claims); `Err` names what does not exist.
+    pub fn login(&self, realm: &str, client_id: &str, username: &str) -> Result<String, String> {
+        super::token::login(&self.shared, realm, client_id, username)
+    }
+
     /// Every request counter, ordered by method and route.
     pub fn counters(&self) -> Vec<CounterRow> {
         lock(&self.shared.hooks.counters)

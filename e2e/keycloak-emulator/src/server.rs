@@ -23,6 +23,7 @@ use super::app::{App, Shared};
 use super::clock::Clock;
 use super::config::EmulatorConfig;
 use super::hooks::{self, DownMode, DownState, HookState, Hooks};
+use super::signing::SigningKey;
 use super::store::Store;
 use super::wire::ApiError;
 use super::{client_scopes, clients, control, fgap, groups, realms, token, users};
@@ -64,11 +65,13 @@ impl KeycloakEmulator {
         let prefix = normalize_prefix(&config.path_prefix);
         let clock = Clock::default();
         let store = Store::new(&config, clock.epoch_millis()).map_err(|e| StartError::Seed(format!("{e:?}")))?;
+        let signing = SigningKey::generate().map_err(|e| StartError::Seed(e.to_string()))?;
         let shared: App = Arc::new(Shared {
             store: Mutex::new(store),
             clock,
             hooks: HookState::default(),
             prefix,
+            signing,
         });
         let shutdown = CancellationToken::new();
         let mut tasks = Vec::new();
@@ -227,6 +230,10 @@ fn keycloak_routes(prefix: &str) -> Router<App> {
         .route(
             &format!("{prefix}/realms/{{realm}}/protocol/openid-connect/token"),
             post(token::token),
+        )
+        .route(
+            &format!("{prefix}/realms/{{realm}}/protocol/openid-connect/certs"),
+            get(token::certs),
         )
         .route(&admin(""), get(realms::get))
         .route(&admin("/users"), get(users::list).post(users::create))

@@ -10,10 +10,12 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde::Serialize;
+use serde_json::{Value, json};
 
-use super::app::App;
+use super::app::{App, Shared};
 use super::ids::{new_id, new_token};
 use super::model::{Client, Realm};
+use super::signing::SigningKey;
 use super::store::{IssuedToken, Store};
 use super::wire::{ApiError, JSON, json_with};
 
@@ -38,6 +40,9 @@ struct TokenResponse {
 fn oauth(status: StatusCode, error: &str, description: &str) -> ApiError {
     ApiError::OAuth(status, error.into(), description.into())
 }
+
+/// The mapper type that puts a user's groups into tokens.
+const GROUP_MEMBERSHIP_MAPPER: &str = "oidc-group-membership-mapper";
 
 const BAD_CLIENT: &str = "Invalid client or Invalid client credentials";
 
@@ -104,6 +109,7 @@ pub async fn token(State(app): State<App>, Path(realm): Path<String>, headers: H
         };
         Ok(issue(
             &mut store,
+            &app.signing,
             &grant,
             access_lifespan,
             with_refresh.then_some(refresh_lifespan),
@@ -138,6 +144,7 @@ struct Grant<'a> {
 
 fn issue(
     store: &mut Store,
+    signing: &SigningKey,
     grant: &Grant<'_>,
     access_lifespan: Duration,
     refresh_lifespan: Option<Duration>,
@@ -145,13 +152,14 @@ fn issue(
 ) -> TokenResponse {
     let (issuer, now, now_seconds) = (grant.issuer, grant.now, grant.now_seconds);
     let expires_in = access_lifespan.as_secs();
-    let access_token = new_token(
-        issuer,
-        grant.authorized_party,
-        now_seconds,
-        now_seconds + expires_in,
-        "Bearer",
-    );
+    let mut claims = json!({
+        "exp": now_seconds + expires_in, "iat": now_seconds, "jti": new_id(), "iss": issuer, "aud": "account",
+        "sub": grant.user, "typ": "Bearer", "azp": grant.authorized_party, "scope": scope,
+    });
+    if let Some(realm) = store.realms.get(grant.realm) {
+        add_user_claims(&mut claims, realm, grant.client, grant.user);
+    }
+    let access_token = signing.sign(&claims);
     let record = |lifespan: Duration| IssuedToken {
         realm: grant.realm.to_string(),
         client: grant.client.to_string(),
@@ -193,6 +201,83 @@ fn issue(
         not_before_policy: 0,
         scope,
     }
+}
+
+/// The user's `preferred_username`, and the claims of the client's group-membership mappers that go into access
+/// tokens (`claim.name`; group paths, or names with `full.path: "false"`), as Keycloak puts them there.
+fn add_user_claims(claims: &mut Value, realm: &Realm, client: &str, user: &str) {
+    let Some(object) = claims.as_object_mut() else {
+        return;
+    };
+    if let Some(account) = realm.users.get(user) {
+        object.insert("preferred_username".into(), json!(account.username));
+    }
+    let Some(client) = realm.clients.get(client) else {
+        return;
+    };
+    let groups: Vec<&String> = realm
+        .memberships
+        .iter()
+        .filter(|(member, _)| member == user)
+        .map(|(_, group)| group)
+        .collect();
+    for mapper in client
+        .protocol_mappers
+        .iter()
+        .filter(|m| m.protocol_mapper == GROUP_MEMBERSHIP_MAPPER)
+    {
+        let setting = |key: &str| mapper.config.get(key).map(String::as_str);
+        let (Some(claim), true) = (setting("claim.name"), setting("access.token.claim") != Some("false")) else {
+            continue;
+        };
+        let full_path = setting("full.path") != Some("false");
+        let values: Vec<String> = groups
+            .iter()
+            .map(|id| {
+                if full_path {
+                    realm.group_path(id)
+                } else {
+                    realm.groups.get(*id).map(|g| g.name.clone()).unwrap_or_default()
+                }
+            })
+            .collect();
+        object.insert(claim.to_string(), json!(values));
+    }
+}
+
+/// The access token a browser login of `username` through the client `client_id` ends with (the
+/// authorization-code flow, which the emulator does not serve): the same claims and signature as every token.
+pub fn login(shared: &Shared, realm: &str, client_id: &str, username: &str) -> Result<String, String> {
+    let issuer = format!("http://keycloak{}/realms/{realm}", shared.prefix);
+    let (now, now_seconds) = (shared.clock.now(), shared.clock.epoch_seconds());
+    let mut store = shared.lock();
+    let realm_data = store.realms.get(realm).ok_or("no such realm")?;
+    let client = realm_data.client_by_client_id(client_id).ok_or("no such client")?;
+    let user = realm_data
+        .users
+        .values()
+        .find(|u| u.username == username.to_lowercase() && u.enabled)
+        .ok_or("no such enabled user")?;
+    let (client_internal, user_id) = (client.id.clone(), user.id.clone());
+    let lifespan = realm_data.access_token_lifespan;
+    let grant = Grant {
+        realm,
+        client: &client_internal,
+        authorized_party: client_id,
+        user: &user_id,
+        issuer: &issuer,
+        now,
+        now_seconds,
+    };
+    Ok(issue(&mut store, &shared.signing, &grant, lifespan, None, "openid".into()).access_token)
+}
+
+/// `GET /realms/{realm}/protocol/openid-connect/certs`: the public key tokens are signed with.
+pub async fn certs(State(app): State<App>, Path(realm): Path<String>) -> Response {
+    if !app.lock().realms.contains_key(&realm) {
+        return ApiError::not_found("Realm does not exist").into_response();
+    }
+    json_with(StatusCode::OK, JSON, &app.signing.jwks())
 }
 
 /// The client id and secret from HTTP Basic (preferred) or the form.

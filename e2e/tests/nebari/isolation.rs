@@ -477,3 +477,56 @@ async fn a_tenant_cannot_add_anyone_to_an_existing_realm_group() {
     conditions::wait_ready(&apps, "web").await;
     assert_eq!(hooks.group_members(REALM, "/admin"), Some(vec!["root".to_string()]));
 }
+
+#[tokio::test]
+async fn only_members_of_the_listed_groups_pass_the_gateway() {
+    use e2e::fixtures::gateway_authz::{Verdict, evaluate};
+
+    let world = World::start(Setup::default()).await;
+    let hooks = world.keycloak.hooks();
+    for user in ["alice", "mallory"] {
+        hooks
+            .seed_user(&keycloak_emulator::UserSeed::new(REALM, user))
+            .expect("seed a user");
+    }
+    world
+        .apply_app(
+            "web",
+            json!({"routing": {}, "auth": {
+                "enabled": true, "groups": ["data-team"],
+                "keycloakConfig": {"groups": [{"name": "data-team", "members": ["alice"]}]},
+            }}),
+        )
+        .await;
+    world.wait_ready("web").await;
+    let policy = world
+        .object(&crate::support::security_policies(), &world.namespace, "web-security")
+        .await
+        .expect("the SecurityPolicy");
+    assert_eq!(policy["spec"]["authorization"]["defaultAction"], "Deny");
+    let client = format!("{}-web", world.namespace);
+    let login = |user: &str| hooks.login(REALM, &client, user).expect("a browser login");
+
+    let member = login("alice");
+    assert_eq!(evaluate(&policy, &member).await, Ok(Verdict::Allowed));
+    let outsider = login("mallory");
+    assert_eq!(
+        evaluate(&policy, &outsider).await,
+        Ok(Verdict::Denied),
+        "a non-member is refused"
+    );
+
+    // A token claiming the group but not signed by the realm is not even authenticated.
+    let mut parts: Vec<String> = outsider.split('.').map(str::to_string).collect();
+    use base64::Engine;
+    let engine = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let mut claims: serde_json::Value =
+        serde_json::from_slice(&engine.decode(&parts[1]).expect("payload")).expect("claims");
+    claims["groups"] = json!(["data-team"]);
+    parts[1] = engine.encode(claims.to_string());
+    let forged = parts.join(".");
+    assert!(matches!(
+        evaluate(&policy, &forged).await,
+        Ok(Verdict::Unauthenticated(_))
+    ));
+}
