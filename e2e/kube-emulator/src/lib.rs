@@ -12,6 +12,7 @@
 //! decision log). Everything else is internal: the crate's surface is what this page re-exports.
 
 mod admission;
+mod admission_policy;
 mod auth;
 mod builtin;
 mod controllers;

@@ -70,6 +70,10 @@ pub enum BuiltinKind {
     CustomResourceDefinition,
     /// apps/v1 Deployment (stored and validated; no controller runs it).
     Deployment,
+    /// admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (evaluated on writes, `admission_policy`).
+    ValidatingAdmissionPolicy,
+    /// admissionregistration.k8s.io/v1 ValidatingAdmissionPolicyBinding.
+    ValidatingAdmissionPolicyBinding,
     /// authorization.k8s.io/v1 SelfSubjectAccessReview (create-only, not stored).
     SelfSubjectAccessReview,
     /// authorization.k8s.io/v1 SubjectAccessReview (create-only, not stored).
@@ -368,6 +372,30 @@ struct BuiltinSpec {
 }
 
 const BUILTINS: &[BuiltinSpec] = &[
+    BuiltinSpec {
+        group: "admissionregistration.k8s.io",
+        version: "v1",
+        plural: "validatingadmissionpolicies",
+        singular: "validatingadmissionpolicy",
+        kind: "ValidatingAdmissionPolicy",
+        namespaced: false,
+        short_names: &[],
+        categories: &["api-extensions"],
+        status: true,
+        builtin: BuiltinKind::ValidatingAdmissionPolicy,
+    },
+    BuiltinSpec {
+        group: "admissionregistration.k8s.io",
+        version: "v1",
+        plural: "validatingadmissionpolicybindings",
+        singular: "validatingadmissionpolicybinding",
+        kind: "ValidatingAdmissionPolicyBinding",
+        namespaced: false,
+        short_names: &[],
+        categories: &["api-extensions"],
+        status: false,
+        builtin: BuiltinKind::ValidatingAdmissionPolicyBinding,
+    },
     BuiltinSpec {
         group: "",
         version: "v1",

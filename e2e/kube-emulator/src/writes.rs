@@ -9,6 +9,7 @@ use axum::response::Response;
 use serde_json::{Value, json};
 
 use super::admission::{self, ApplyRequest, FieldValidation, WriteKind};
+use super::admission_policy;
 use super::auth::escalation::{self, RbacWrite};
 use super::auth::owner_references::{self, OwnedWrite};
 use super::auth::{Access, Attributes, ResourceAttributes};
@@ -449,6 +450,7 @@ pub fn commit(txn: &mut Txn<'_>, c: &Commit<'_>, old: Option<Arc<Value>>, new: V
             authorize_create_by_write(c, meta::name(&new))?;
         }
         authorize_write(txn, c, None, &new)?;
+        warnings.extend(admission_policies(txn, c, None, &new)?);
         if !c.is_apply {
             admission::track_update(def, &c.target.version, None, &mut new, &c.opts.manager, subresource)?;
         }
@@ -486,6 +488,7 @@ pub fn commit(txn: &mut Txn<'_>, c: &Commit<'_>, old: Option<Arc<Value>>, new: V
     let mut warnings = admission::admit(def, &c.target.version, &mut new, kind)?;
     warnings.extend(pod_security_warning(txn, c, &new));
     authorize_write(txn, c, Some(&old), &new)?;
+    warnings.extend(admission_policies(txn, c, Some(&old), &new)?);
     if !c.is_apply {
         admission::track_update(
             def,
@@ -531,6 +534,28 @@ pub fn commit(txn: &mut Txn<'_>, c: &Commit<'_>, old: Option<Arc<Value>>, new: V
         object: (*stored).clone(),
         warnings,
     })
+}
+
+/// The ValidatingAdmissionPolicies that match the write (`admission_policy`): their warnings, or a denial.
+fn admission_policies(
+    txn: &Txn<'_>,
+    c: &Commit<'_>,
+    old: Option<&Value>,
+    new: &Value,
+) -> Result<Vec<String>, ApiError> {
+    let resource = c.target.gr();
+    let request = admission_policy::Admitted {
+        operation: if old.is_some() { "UPDATE" } else { "CREATE" },
+        resource: &resource,
+        version: &c.target.version,
+        kind: &c.target.def.kind,
+        subresource: c.target.subresource.as_deref(),
+        user: &c.access.user,
+        object: new,
+        old,
+        dry_run: c.opts.dry_run,
+    };
+    admission_policy::admit(txn, &request)
 }
 
 /// Pod Security admission's warning for a workload whose pod template breaks its namespace's level.

@@ -6,6 +6,7 @@
 
 mod support;
 
+mod admission;
 mod adoption;
 mod binding_removal;
 mod creation;

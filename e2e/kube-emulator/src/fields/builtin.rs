@@ -112,7 +112,7 @@ pub(crate) fn object_meta() -> &'static Shape {
 type Gvk = (&'static str, &'static str, &'static str);
 
 static BUILTINS: LazyLock<Vec<(Gvk, Shape)>> = LazyLock::new(|| {
-    use k8s_openapi::api::{apps, coordination, core, events, rbac};
+    use k8s_openapi::api::{admissionregistration, apps, coordination, core, events, rbac};
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions;
     let meta = Some(object_meta());
     vec![
@@ -148,6 +148,14 @@ static BUILTINS: LazyLock<Vec<(Gvk, Shape)>> = LazyLock::new(|| {
             shape_of::<apiextensions::v1::CustomResourceDefinition>(meta),
         ),
         (("apps", "v1", "Deployment"), shape_of::<apps::v1::Deployment>(meta)),
+        (
+            ("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicy"),
+            shape_of::<admissionregistration::v1::ValidatingAdmissionPolicy>(meta),
+        ),
+        (
+            ("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicyBinding"),
+            shape_of::<admissionregistration::v1::ValidatingAdmissionPolicyBinding>(meta),
+        ),
     ]
 });
 
