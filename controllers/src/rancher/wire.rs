@@ -373,9 +373,23 @@ pub struct RoleBinding {
     /// Subject: Rancher group.
     #[serde(default)]
     pub group_id: Option<String>,
+    /// Annotations; [`CREATED_BY_ANNOTATION`] marks the bindings the operator made.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub annotations: BTreeMap<String, String>,
 }
 
+/// Annotation on the role template bindings the operator creates: only those are ever deleted by it (a binding
+/// of the same group and role made by someone else is used, never removed).
+pub const CREATED_BY_ANNOTATION: &str = "waldur.io/created-by";
+/// Its value.
+pub const CREATED_BY: &str = "platform-operator";
+
 impl RoleBinding {
+    /// Whether the operator created this binding.
+    pub fn made_by_operator(&self) -> bool {
+        self.annotations.get(CREATED_BY_ANNOTATION).map(String::as_str) == Some(CREATED_BY)
+    }
+
     /// Whether this binding is exactly `role` for `subject` on `target`.
     pub fn is_for(&self, target: &BindingTarget, role: &str, subject: &Subject) -> bool {
         let on_target = match target {
@@ -399,6 +413,7 @@ pub fn create_binding_body(target: &BindingTarget, role: &str, subject: &Subject
         target.field(): target.id(),
         "roleTemplateId": role,
         subject.field(): subject.value(),
+        "annotations": {CREATED_BY_ANNOTATION: CREATED_BY},
     })
 }
 
@@ -592,13 +607,14 @@ mod tests {
     }
 
     #[test]
-    fn binding_requests_name_exactly_one_subject() {
+    fn binding_requests_name_exactly_one_subject_and_mark_the_operator_as_creator() {
         let target = BindingTarget::Project("c:p-abcde".into());
         let subject = Subject::keycloak_group("team a");
         assert_eq!(
             create_binding_body(&target, "project-member", &subject),
             json!({"type": "projectRoleTemplateBinding", "projectId": "c:p-abcde", "roleTemplateId": "project-member",
-                   "groupPrincipalId": "keycloakoidc_group://team a"})
+                   "groupPrincipalId": "keycloakoidc_group://team a",
+                   "annotations": {"waldur.io/created-by": "platform-operator"}})
         );
         assert_eq!(
             binding_filters(

@@ -48,7 +48,15 @@ pub async fn ensure(
     let mut ensured = Ensured::default();
     for key in wanted {
         if let Some(existing) = matching(&listing, target, key).first() {
-            ensured.ids.insert(key.clone(), existing.id.clone());
+            // Someone else's binding grants the same: used, but not recorded, so never deleted by us.
+            if let Some(ours) = matching(&listing, target, key)
+                .into_iter()
+                .find(|b| b.made_by_operator())
+            {
+                ensured.ids.insert(key.clone(), ours.id.clone());
+            } else {
+                tracing::debug!(binding = %existing.id, "the binding exists and was not made by the operator");
+            }
             continue;
         }
         let subject = key.subject();
@@ -65,10 +73,12 @@ pub async fn ensure(
             Err(error) => Err(error),
         };
         match created {
-            Ok(binding) => {
+            Ok(binding) if binding.made_by_operator() => {
                 ensured.ids.insert(key.clone(), binding.id);
                 ensured.created.push(key.clone());
             }
+            // Another writer made it between our list and our create: theirs, not recorded.
+            Ok(_) => {}
             Err(error) => {
                 tracing::warn!(group = %key.group, role = %key.role, %error, "could not create a role binding");
                 ensured.error.get_or_insert(error.into());
@@ -79,8 +89,9 @@ pub async fn ensure(
     Ok(ensured)
 }
 
-/// Deletes every binding of `key` on `target` found in `listing`, plus `recorded` (the id the status holds)
-/// when the listing does not show it; returns how many existed.
+/// Deletes the bindings of `key` on `target` found in `listing` that the operator made (or that the status
+/// records: `recorded`, also when the listing does not show it); returns how many existed. A binding of the same
+/// key someone else made is left alone.
 pub async fn remove(
     rancher: &RancherClient,
     target: &BindingTarget,
@@ -88,7 +99,11 @@ pub async fn remove(
     key: &BindingKey,
     recorded: Option<&str>,
 ) -> Result<usize, MrpError> {
-    let mut ids: Vec<String> = matching(listing, target, key).iter().map(|b| b.id.clone()).collect();
+    let mut ids: Vec<String> = matching(listing, target, key)
+        .iter()
+        .filter(|b| b.made_by_operator() || recorded == Some(b.id.as_str()))
+        .map(|b| b.id.clone())
+        .collect();
     if let Some(recorded) = recorded.filter(|r| !r.is_empty())
         && !ids.iter().any(|id| id == recorded)
         && listing.iter().all(|b| b.id != recorded)

@@ -116,3 +116,82 @@ async fn a_changed_parent_group_leaves_no_group_with_members_under_the_old_paren
         vec![new_path]
     );
 }
+
+#[tokio::test]
+async fn a_binding_someone_else_made_is_used_but_never_deleted() {
+    let world = World::start(Setup::default()).await;
+    let rp = "5555dddd4b2c4e7f9a0b1c2d3e4f5a6b";
+    let admins = group_name(rp, "project_admin");
+    let viewers = group_name(rp, "project_viewer");
+    world
+        .write(
+            "handmade-5555dddd",
+            writer_spec("Handmade bindings", rp, vec![binding(&admins, "project-owner", &[])]),
+            writer_labels(rp),
+        )
+        .await;
+    let object = world.wait_ready("handmade-5555dddd").await;
+    let project_id = object["status"]["rancherProjectId"]
+        .as_str()
+        .expect("project id")
+        .to_string();
+
+    // A Rancher admin grants the viewers' group by hand, before the spec asks for the same.
+    world
+        .rancher_call(
+            reqwest::Method::POST,
+            "/v3/projectroletemplatebindings",
+            Some(serde_json::json!({
+                "type": "projectRoleTemplateBinding", "projectId": project_id,
+                "roleTemplateId": "read-only", "groupPrincipalId": format!("keycloakoidc_group://{viewers}"),
+            })),
+        )
+        .await;
+    let handmade = (format!("keycloakoidc_group://{viewers}"), "read-only".to_string());
+    world
+        .write(
+            "handmade-5555dddd",
+            writer_spec(
+                "Handmade bindings",
+                rp,
+                vec![
+                    binding(&admins, "project-owner", &[]),
+                    binding(&viewers, "read-only", &[]),
+                ],
+            ),
+            writer_labels(rp),
+        )
+        .await;
+    world
+        .wait_for("handmade-5555dddd", "both bindings", |o| {
+            crate::support::is_ready(o) && binding_status(o, &viewers).is_some()
+        })
+        .await;
+    let prtbs = world.prtbs(&project_id);
+    assert_eq!(
+        prtbs.iter().filter(|p| **p == handmade).count(),
+        1,
+        "used, not duplicated: {prtbs:?}"
+    );
+
+    // The spec drops it: the hand-made binding stays.
+    world
+        .write(
+            "handmade-5555dddd",
+            writer_spec("Handmade bindings", rp, vec![binding(&admins, "project-owner", &[])]),
+            writer_labels(rp),
+        )
+        .await;
+    world
+        .wait_for("handmade-5555dddd", "one binding left", |o| {
+            crate::support::is_ready(o) && binding_status(o, &viewers).is_none()
+        })
+        .await;
+    // The pass that forgot it would have deleted it; one more pass (the drift resync) changes nothing either.
+    let since = world.reconciles().await;
+    world.wait_reconciles(since, 1).await;
+    assert!(
+        world.prtbs(&project_id).contains(&handmade),
+        "the hand-made binding stays"
+    );
+}
