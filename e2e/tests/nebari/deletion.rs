@@ -2,7 +2,6 @@
 //! Certificate) and GC takes the rest; when Keycloak is unreachable the finalizer stays and a condition and an
 //! event say why, and an admin can skip the external cleanup with an annotation.
 
-use e2e::fixtures::standins;
 use e2e::harness::{Deadline, wait_until};
 use gateway_api::httproutes::HttpRoute;
 use k8s_openapi::api::core::v1::Secret;
@@ -49,12 +48,7 @@ async fn deleting_an_app_removes_its_keycloak_clients_listener_certificate_secre
     let ns = world.namespace.clone();
     let (cert, own) = (format!("web-{ns}-cert"), format!("tls-web-{ns}"));
     world.apply_app("web", full_spec()).await;
-    world
-        .wait_object(&certificates(), GATEWAY_NAMESPACE, &cert, |_| true)
-        .await;
-    standins::issue_certificate(&world.cluster.client(), GATEWAY_NAMESPACE, &cert)
-        .await
-        .expect("issue");
+    world.issue_certificate(&cert).await;
     let app = world.wait_ready("web").await;
     assert!(
         app.metadata

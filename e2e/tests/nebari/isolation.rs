@@ -16,13 +16,7 @@ use crate::support::{
 
 /// Issues the app's certificate (playing cert-manager) and waits until the app is Ready.
 async fn issue_and_wait_ready(world: &World, namespace: &str, app: &str) {
-    let cert = format!("{app}-{namespace}-cert");
-    world
-        .wait_object(&certificates(), GATEWAY_NAMESPACE, &cert, |_| true)
-        .await;
-    standins::issue_certificate(&world.cluster.client(), GATEWAY_NAMESPACE, &cert)
-        .await
-        .expect("issue the certificate");
+    world.issue_certificate(&format!("{app}-{namespace}-cert")).await;
     conditions::wait_ready(&world.apps_in(namespace), app).await;
 }
 
@@ -170,13 +164,8 @@ async fn apps_whose_names_join_alike_get_their_own_listener_and_certificate_and_
         (&first_names, "first.example.com"),
         (&second_names, "second.example.com"),
     ] {
-        let cert = world
-            .wait_object(&certificates(), GATEWAY_NAMESPACE, &names.certificate(), |_| true)
-            .await;
+        let cert = world.issue_certificate(&names.certificate()).await;
         assert_eq!(cert["spec"]["dnsNames"], json!([hostname]));
-        standins::issue_certificate(&world.cluster.client(), GATEWAY_NAMESPACE, &names.certificate())
-            .await
-            .expect("issue the certificate");
     }
     world.wait_ready("x-y").await;
     conditions::wait_ready(&world.apps_in(&second_ns), "x").await;

@@ -1,14 +1,11 @@
 //! The namespaced install (`manifests/overlays/namespaced`): the manager holds Roles only, in the namespace it
 //! watches, the gateway namespace and next to its credentials, and still serves an app with auth and TLS.
 
-use e2e::fixtures::standins;
 use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, RoleBinding};
 use kube::api::{Api, ListParams};
 use serde_json::json;
 
-use crate::support::{
-    GATEWAY_NAMESPACE, NAMESPACED_INSTALL_NAMESPACE, Setup, World, certificates, http_routes, security_policies,
-};
+use crate::support::{NAMESPACED_INSTALL_NAMESPACE, Setup, World, http_routes, security_policies};
 
 #[tokio::test]
 async fn a_namespaced_install_serves_an_app_with_auth_and_tls_holding_only_roles() {
@@ -46,12 +43,7 @@ async fn a_namespaced_install_serves_an_app_with_auth_and_tls_holding_only_roles
         .await;
     // The overlay's namespace has a `-`, so the gateway-namespace names carry a hash (naming.rs).
     let cert = controllers::nebari_app::naming::AppNames::new(&ns, "web").certificate();
-    world
-        .wait_object(&certificates(), GATEWAY_NAMESPACE, &cert, |_| true)
-        .await;
-    standins::issue_certificate(&world.cluster.client(), GATEWAY_NAMESPACE, &cert)
-        .await
-        .expect("issue the certificate");
+    world.issue_certificate(&cert).await;
     world.wait_ready("web").await;
     for (resource, name) in [(http_routes(), "web-route"), (security_policies(), "web-security")] {
         assert!(world.object(&resource, &ns, name).await.is_some(), "{name} exists");

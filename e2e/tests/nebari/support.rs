@@ -296,6 +296,18 @@ impl World {
             .expect("label the namespace");
     }
 
+    /// Plays cert-manager for the Certificate `name` of the gateway namespace: waits until the operator made it,
+    /// then issues it; returns the Certificate as it was before issuance.
+    pub async fn issue_certificate(&self, name: &str) -> Value {
+        let certificate = self
+            .wait_object(&certificates(), GATEWAY_NAMESPACE, name, |_| true)
+            .await;
+        standins::issue_certificate(&self.cluster.client(), GATEWAY_NAMESPACE, name)
+            .await
+            .unwrap_or_else(|e| panic!("issue Certificate {name}: {e}"));
+        certificate
+    }
+
     /// Sets up another tenant: namespace `namespace` opted in with the backend Service, and a kubectl acting as a
     /// user who may write NebariApps there and nothing else (as a namespace's editor would).
     pub async fn tenant(&self, namespace: &str) -> Kubectl {

@@ -170,12 +170,7 @@ async fn tls_adds_a_certificate_and_an_own_listener_leaving_other_listeners_alon
     let internal = world
         .wait_listeners(INTERNAL_GATEWAY, |names| names.contains(&own))
         .await;
-    world
-        .wait_object(&certificates(), GATEWAY_NAMESPACE, &cert, |_| true)
-        .await;
-    standins::issue_certificate(&world.cluster.client(), GATEWAY_NAMESPACE, &cert)
-        .await
-        .expect("issue");
+    world.issue_certificate(&cert).await;
     world.wait_ready("web").await;
     assert!(!world.listener_names(PUBLIC_GATEWAY).await.contains(&own));
     assert_eq!(argocd_state(&internal), argocd_state(&internal_before));
