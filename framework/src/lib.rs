@@ -27,6 +27,8 @@ pub mod metrics;
 pub mod names;
 pub mod namespaces;
 pub mod peers;
+#[cfg(target_os = "linux")]
+pub mod process_metrics;
 pub mod runner;
 pub mod sanitize;
 pub mod secrets;

@@ -4,12 +4,18 @@
 //! status, API client traffic) work unchanged against this operator. One [`Metrics`] value owns the registry;
 //! each controller gets a [`ControllerMetrics`] view labelled with its name.
 //!
+//! Beyond controller-runtime's set: `platform_operator_objects{controller,ready,reason}` counts the cached objects
+//! by their Ready condition at each scrape, and `platform_operator_last_successful_reconcile_timestamp_seconds`
+//! stamps each controller's last success, so alerts need no log scraping.
+//!
 //! kube-runtime's scheduler does not expose its queue, so `workqueue_depth` and
 //! `workqueue_queue_duration_seconds` are not exported (an always-zero series would mislead);
 //! `workqueue_adds_total` counts reconciles started, which is what controller-runtime's counter measures once
 //! its de-duplication is taken into account.
 
-use std::time::Duration;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use prometheus::{Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder};
 
@@ -25,6 +31,18 @@ const CLIENT_BUCKETS: &[f64] = &[0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.
 
 /// The reconcile results controller-runtime reports.
 pub const RESULTS: [&str; 4] = ["success", "error", "requeue", "requeue_after"];
+
+/// Where one object of a controller stands, as its `Ready` condition says.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ObjectReadiness {
+    /// `"true"`, `"false"`, or `"unknown"` (no Ready condition yet, or status Unknown).
+    pub ready: &'static str,
+    /// The condition's reason (empty without one).
+    pub reason: String,
+}
+
+/// Reads the readiness of every object a controller caches; called at each scrape.
+pub type ObjectSource = Box<dyn Fn() -> Vec<ObjectReadiness> + Send + Sync>;
 
 /// Failure to create or register a metric (a programming error: duplicate names).
 #[derive(Debug, thiserror::Error)]
@@ -52,6 +70,9 @@ pub struct Metrics {
     rest_client_request_duration_seconds: HistogramVec,
     external_requests_total: IntCounterVec,
     external_request_duration_seconds: HistogramVec,
+    objects: IntGaugeVec,
+    last_successful_reconcile: prometheus::GaugeVec,
+    object_sources: Arc<Mutex<Vec<(String, ObjectSource)>>>,
 }
 
 fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> Result<IntCounterVec, MetricsError> {
@@ -94,7 +115,7 @@ impl Metrics {
     pub fn new() -> Result<Self, MetricsError> {
         let registry = Registry::new();
         #[cfg(target_os = "linux")]
-        registry.register(Box::new(prometheus::process_collector::ProcessCollector::for_self()))?;
+        registry.register(Box::new(crate::process_metrics::ProcessMetrics::for_self()))?;
         let r = &registry;
         let wq = &["name", "controller"];
         Ok(Self {
@@ -204,8 +225,49 @@ impl Metrics {
                 &["api", "operation"],
                 CLIENT_BUCKETS,
             )?,
+            objects: gauge(
+                r,
+                "platform_operator_objects",
+                "Objects per controller by their Ready condition's status and reason",
+                &["controller", "ready", "reason"],
+            )?,
+            last_successful_reconcile: float_gauge(
+                r,
+                "platform_operator_last_successful_reconcile_timestamp_seconds",
+                "Unix time of the controller's last reconcile that succeeded",
+                &["controller"],
+            )?,
+            object_sources: Arc::new(Mutex::new(Vec::new())),
             registry,
         })
+    }
+
+    /// Adds the objects of one controller's cache (one per watched scope) to `platform_operator_objects`.
+    pub fn register_objects(&self, controller: &str, source: ObjectSource) {
+        if let Ok(mut sources) = self.object_sources.lock() {
+            sources.push((controller.to_string(), source));
+        }
+    }
+
+    /// Recounts `platform_operator_objects` from the registered caches (at each scrape).
+    fn count_objects(&self) {
+        let Ok(sources) = self.object_sources.lock() else {
+            return;
+        };
+        let mut counts: BTreeMap<(String, &'static str, String), i64> = BTreeMap::new();
+        for (controller, source) in sources.iter() {
+            for readiness in source() {
+                *counts
+                    .entry((controller.clone(), readiness.ready, readiness.reason))
+                    .or_default() += 1;
+            }
+        }
+        self.objects.reset();
+        for ((controller, ready, reason), count) in counts {
+            self.objects
+                .with_label_values(&[&controller, ready, &reason])
+                .set(count);
+        }
     }
 
     /// The underlying registry, for controllers that add their own families.
@@ -215,6 +277,7 @@ impl Metrics {
 
     /// Renders the text exposition format served at `/metrics`.
     pub fn render(&self) -> String {
+        self.count_objects();
         let mut buffer = Vec::new();
         let encoder = TextEncoder::new();
         if let Err(error) = encoder.encode(&self.registry.gather(), &mut buffer) {
@@ -334,6 +397,12 @@ impl ControllerMetrics {
         m.workqueue_work_duration_seconds
             .with_label_values(&[name, name])
             .observe(elapsed.as_secs_f64());
+        if result != ReconcileResult::Error {
+            let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+            m.last_successful_reconcile
+                .with_label_values(&[name])
+                .set(now.as_secs_f64());
+        }
         if result == ReconcileResult::Error {
             m.reconcile_errors_total.with_label_values(&[name]).inc();
             m.workqueue_retries_total.with_label_values(&[name, name]).inc();
@@ -395,6 +464,63 @@ mod tests {
         ] {
             assert!(text.contains(expected), "missing {expected} in\n{text}");
         }
+    }
+
+    #[test]
+    fn objects_are_counted_by_readiness_at_each_scrape_and_successes_are_stamped() {
+        let metrics = Metrics::new().expect("metrics");
+        let c = metrics.controller("nebariapp", 1);
+        let state = Arc::new(Mutex::new(vec![
+            ObjectReadiness {
+                ready: "true",
+                reason: "AllReady".into(),
+            },
+            ObjectReadiness {
+                ready: "false",
+                reason: "HostnameConflict".into(),
+            },
+            ObjectReadiness {
+                ready: "false",
+                reason: "HostnameConflict".into(),
+            },
+        ]));
+        let shared = state.clone();
+        metrics.register_objects(
+            "nebariapp",
+            Box::new(move || shared.lock().map(|s| s.clone()).unwrap_or_default()),
+        );
+        let text = metrics.render();
+        assert!(
+            text.contains(
+                r#"platform_operator_objects{controller="nebariapp",ready="false",reason="HostnameConflict"} 2"#
+            ),
+            "{text}"
+        );
+        assert!(text.contains(r#"platform_operator_objects{controller="nebariapp",ready="true",reason="AllReady"} 1"#));
+        assert!(
+            !text.contains("platform_operator_last_successful_reconcile_timestamp_seconds{"),
+            "no success yet"
+        );
+        if let Ok(mut objects) = state.lock() {
+            objects.truncate(1);
+        }
+        c.reconcile_started();
+        c.reconcile_finished(ReconcileResult::Success, Duration::from_millis(3), false);
+        let text = metrics.render();
+        assert!(
+            !text.contains("HostnameConflict"),
+            "series of objects gone are dropped:\n{text}"
+        );
+        let stamp = text
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix(
+                    r#"platform_operator_last_successful_reconcile_timestamp_seconds{controller="nebariapp"} "#,
+                )
+            })
+            .and_then(|v| v.parse::<f64>().ok())
+            .expect("stamped");
+        assert!(stamp > 1.7e9, "{stamp}");
     }
 
     #[cfg(target_os = "linux")]

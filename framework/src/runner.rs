@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use futures::{FutureExt, StreamExt};
 use jiff::Timestamp;
 use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller, Error as ControllerError};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
@@ -31,7 +32,7 @@ use crate::backoff::BackoffPolicy;
 use crate::error::{ErrorCategory, ReconcileError};
 use crate::events::EventPublisher;
 use crate::finalizer::{self, FinalizerSpec};
-use crate::metrics::{ControllerMetrics, Metrics, ReconcileResult};
+use crate::metrics::{ControllerMetrics, Metrics, ObjectReadiness, ReconcileResult};
 use crate::namespaces::WatchedNamespaces;
 
 /// What a successful reconcile asks for next.
@@ -122,6 +123,11 @@ pub trait Reconciler: Send + Sync + 'static {
 
     /// The finalizer guarding external cleanup, if the controller has any.
     fn finalizer(&self) -> Option<FinalizerSpec> {
+        None
+    }
+
+    /// The object's `Ready` condition, for the `platform_operator_objects` gauge (none: counted as unknown).
+    fn ready_condition(_obj: &Self::Resource) -> Option<Condition> {
         None
     }
 
@@ -366,6 +372,17 @@ async fn run_scope<R: Reconciler>(state: Arc<State<R>>, scope: Scope, runtime: R
         .with_config(ControllerConfig::default().concurrency(concurrency))
         .graceful_shutdown_on(runtime.shutdown.clone().cancelled_owned());
     let store = controller.store();
+    let counted = store.clone();
+    runtime.metrics.register_objects(
+        name,
+        Box::new(move || {
+            counted
+                .state()
+                .iter()
+                .map(|obj| readiness(R::ready_condition(obj)))
+                .collect()
+        }),
+    );
     let namespace = scope.namespace().unwrap_or("*").to_string();
     let synced = Arc::new(AtomicBool::new(false));
     let synced_flag = synced.clone();
@@ -399,6 +416,24 @@ async fn run_scope<R: Reconciler>(state: Arc<State<R>>, scope: Scope, runtime: R
             }
         })
         .await;
+}
+
+/// How a Ready condition counts in `platform_operator_objects`.
+fn readiness(ready: Option<Condition>) -> ObjectReadiness {
+    match ready {
+        Some(condition) => ObjectReadiness {
+            ready: match condition.status.as_str() {
+                "True" => "true",
+                "False" => "false",
+                _ => "unknown",
+            },
+            reason: condition.reason,
+        },
+        None => ObjectReadiness {
+            ready: "unknown",
+            reason: String::new(),
+        },
+    }
 }
 
 /// How long a graceful stop waits for in-flight reconciles before abandoning them; below Kubernetes' default

@@ -44,6 +44,12 @@ pub enum OnConflict {
     Rebase,
 }
 
+/// The `Ready` condition of `obj`, if its status has one (what `Reconciler::ready_condition` usually returns).
+pub fn ready_condition<P: StatusPolicy>(obj: &P::Resource) -> Option<Condition> {
+    let status = obj.status()?;
+    conditions::get(P::conditions(status), conditions::READY).cloned()
+}
+
 /// How a controller's status is laid out, and how its writes settle a conflict.
 ///
 /// Implemented by the controller, once, next to its status builders.

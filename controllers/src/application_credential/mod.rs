@@ -23,6 +23,7 @@ pub mod rotation;
 pub mod secret;
 pub mod status;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -121,6 +122,10 @@ impl Reconciler for ApplicationCredentialController {
 
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    fn ready_condition(obj: &Self::Resource) -> Option<Condition> {
+        framework::status::ready_condition::<Self>(obj)
     }
 
     fn finalizer(&self) -> Option<FinalizerSpec> {

@@ -33,6 +33,7 @@ pub mod status;
 pub mod tls;
 pub mod tls_plan;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use std::sync::Arc;
 
 use crds::nebari::NebariApp;
@@ -134,6 +135,10 @@ impl Reconciler for NebariAppController {
 
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    fn ready_condition(obj: &Self::Resource) -> Option<Condition> {
+        framework::status::ready_condition::<Self>(obj)
     }
 
     fn finalizer(&self) -> Option<FinalizerSpec> {

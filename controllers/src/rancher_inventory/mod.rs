@@ -120,6 +120,10 @@ impl Reconciler for InventoryController {
         NAME
     }
 
+    fn ready_condition(obj: &Self::Resource) -> Option<Condition> {
+        framework::status::ready_condition::<Self>(obj)
+    }
+
     async fn reconcile(&self, rpi: Arc<RancherProjectInventory>, ctx: &Context) -> Result<Outcome, MrpError> {
         let now = to_seconds(self.clock.now());
         if let Some(wait) = next_scan_in(&rpi, now) {

@@ -29,6 +29,7 @@ pub mod removal;
 pub mod settings;
 pub mod status;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use std::sync::Arc;
 
 use crds::rancher::ManagedRancherProject;
@@ -106,6 +107,10 @@ impl Reconciler for RancherProjectController {
 
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    fn ready_condition(obj: &Self::Resource) -> Option<Condition> {
+        framework::status::ready_condition::<Self>(obj)
     }
 
     fn finalizer(&self) -> Option<FinalizerSpec> {

@@ -5,6 +5,7 @@ use e2e::fixtures::prometheus::Prometheus;
 use e2e::harness::{Deadline, ManagerOptions, ManagerProcess, OPERATOR_NAMESPACE, TestCluster, wait_until};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::Api;
+use serde_json::json;
 
 /// Prometheus, scraping the real manager, sees the series kubebuilder dashboards query, labelled per controller.
 #[tokio::test]
@@ -13,6 +14,13 @@ async fn prometheus_scrapes_controller_runtime_metrics_from_the_manager() {
     cluster.install_crds(&crds::all()).await;
     let manager = ManagerProcess::start(&cluster, ManagerOptions::default()).await;
     let prometheus = Prometheus::start(cluster.dir(), &manager.metrics_target()).await;
+    // An app whose namespace is not opted in: counted as not Ready, with its reason.
+    let app = json!({
+        "apiVersion": "reconcilers.nebari.dev/v1", "kind": "NebariApp",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"hostname": "web.example.com", "service": {"name": "web", "port": 80}},
+    });
+    cluster.kubectl().apply(&app.to_string()).await;
 
     let series = wait_until(
         "Prometheus to have scraped the reconcile counters",
@@ -51,6 +59,27 @@ async fn prometheus_scrapes_controller_runtime_metrics_from_the_manager() {
         let found = prometheus.query(metric).await.expect("query");
         assert!(!found.is_empty(), "Prometheus has no {metric}");
     }
+    let not_ready = r#"platform_operator_objects{controller="nebariapp",ready="false",reason="NamespaceNotOptedIn"}"#;
+    let counted = wait_until("Prometheus to count the app", Deadline::secs(60), || {
+        let prometheus = &prometheus;
+        async move {
+            let result = prometheus.query(not_ready).await?;
+            Ok((!result.is_empty()).then_some(result))
+        }
+    })
+    .await;
+    assert_eq!(counted[0]["value"][1], "1");
+    let succeeded = prometheus
+        .query(r#"time() - platform_operator_last_successful_reconcile_timestamp_seconds{controller="nebariapp"}"#)
+        .await
+        .expect("query");
+    assert!(!succeeded.is_empty(), "the app's reconcile succeeded and was stamped");
+    let cpu = prometheus.query("process_cpu_seconds_total").await.expect("query");
+    let seconds: f64 = cpu[0]["value"][1]
+        .as_str()
+        .and_then(|v| v.parse().ok())
+        .expect("a number");
+    assert!(seconds > 0.0, "CPU time counts fractions of a second: {seconds}");
     let up = prometheus.query("up{job=\"manager\"}").await.expect("query up");
     assert_eq!(
         up.first().and_then(|s| s["value"][1].as_str()),
