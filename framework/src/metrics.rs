@@ -44,6 +44,18 @@ pub struct ObjectReadiness {
 /// Reads the readiness of every object a controller caches; called at each scrape.
 pub type ObjectSource = Box<dyn Fn() -> Vec<ObjectReadiness> + Send + Sync>;
 
+/// One value a controller publishes per object (labels `namespace`, `name`), e.g. when a credential expires.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ObjectGauge {
+    /// The metric family, declared by the controller (see `Reconciler::OBJECT_GAUGES`).
+    pub family: &'static str,
+    /// The value.
+    pub value: f64,
+}
+
+/// Reads the per-object gauges of every object a controller caches, as `(namespace, name, gauge)`.
+pub type ObjectGaugeSource = Box<dyn Fn() -> Vec<(String, String, ObjectGauge)> + Send + Sync>;
+
 /// Failure to create or register a metric (a programming error: duplicate names).
 #[derive(Debug, thiserror::Error)]
 #[error("metrics registration failed: {0}")]
@@ -73,6 +85,14 @@ pub struct Metrics {
     objects: IntGaugeVec,
     last_successful_reconcile: prometheus::GaugeVec,
     object_sources: Arc<Mutex<Vec<(String, ObjectSource)>>>,
+    object_gauges: Arc<Mutex<ObjectGauges>>,
+}
+
+/// The per-object gauge families controllers declared, and where their values come from.
+#[derive(Default)]
+struct ObjectGauges {
+    families: BTreeMap<&'static str, prometheus::GaugeVec>,
+    sources: Vec<ObjectGaugeSource>,
 }
 
 fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> Result<IntCounterVec, MetricsError> {
@@ -238,6 +258,7 @@ impl Metrics {
                 &["controller"],
             )?,
             object_sources: Arc::new(Mutex::new(Vec::new())),
+            object_gauges: Arc::new(Mutex::new(ObjectGauges::default())),
             registry,
         })
     }
@@ -246,6 +267,43 @@ impl Metrics {
     pub fn register_objects(&self, controller: &str, source: ObjectSource) {
         if let Ok(mut sources) = self.object_sources.lock() {
             sources.push((controller.to_string(), source));
+        }
+    }
+
+    /// Publishes per-object gauges: `families` as `(name, help)`, values from `source` at each scrape. A family
+    /// declared twice (one controller watching several namespaces) is registered once.
+    pub fn register_object_gauges(
+        &self,
+        families: &[(&'static str, &'static str)],
+        source: ObjectGaugeSource,
+    ) -> Result<(), MetricsError> {
+        let Ok(mut gauges) = self.object_gauges.lock() else {
+            return Ok(());
+        };
+        for (name, help) in families {
+            if !gauges.families.contains_key(name) {
+                let family = float_gauge(&self.registry, name, help, &["namespace", "name"])?;
+                gauges.families.insert(name, family);
+            }
+        }
+        gauges.sources.push(source);
+        Ok(())
+    }
+
+    /// Refills the per-object gauges from their sources (at each scrape).
+    fn fill_object_gauges(&self) {
+        let Ok(gauges) = self.object_gauges.lock() else {
+            return;
+        };
+        for family in gauges.families.values() {
+            family.reset();
+        }
+        for source in &gauges.sources {
+            for (namespace, name, gauge) in source() {
+                if let Some(family) = gauges.families.get(gauge.family) {
+                    family.with_label_values(&[&namespace, &name]).set(gauge.value);
+                }
+            }
         }
     }
 
@@ -278,6 +336,7 @@ impl Metrics {
     /// Renders the text exposition format served at `/metrics`.
     pub fn render(&self) -> String {
         self.count_objects();
+        self.fill_object_gauges();
         let mut buffer = Vec::new();
         let encoder = TextEncoder::new();
         if let Err(error) = encoder.encode(&self.registry.gather(), &mut buffer) {

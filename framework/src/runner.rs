@@ -32,7 +32,7 @@ use crate::backoff::BackoffPolicy;
 use crate::error::{ErrorCategory, ReconcileError};
 use crate::events::EventPublisher;
 use crate::finalizer::{self, FinalizerSpec};
-use crate::metrics::{ControllerMetrics, Metrics, ObjectReadiness, ReconcileResult};
+use crate::metrics::{ControllerMetrics, Metrics, ObjectGauge, ObjectReadiness, ReconcileResult};
 use crate::namespaces::WatchedNamespaces;
 
 /// What a successful reconcile asks for next.
@@ -129,6 +129,14 @@ pub trait Reconciler: Send + Sync + 'static {
     /// The object's `Ready` condition, for the `platform_operator_objects` gauge (none: counted as unknown).
     fn ready_condition(_obj: &Self::Resource) -> Option<Condition> {
         None
+    }
+
+    /// Per-object gauge families this controller publishes, as `(name, help)` (labels `namespace`, `name`).
+    const OBJECT_GAUGES: &'static [(&'static str, &'static str)] = &[];
+
+    /// The values of [`Self::OBJECT_GAUGES`] for one object (read at each scrape from the cache).
+    fn object_gauges(_obj: &Self::Resource) -> Vec<ObjectGauge> {
+        Vec::new()
     }
 
     /// Adds watches on owned and related kinds to `controller` for this scope.
@@ -383,6 +391,27 @@ async fn run_scope<R: Reconciler>(state: Arc<State<R>>, scope: Scope, runtime: R
                 .collect()
         }),
     );
+    if !R::OBJECT_GAUGES.is_empty() {
+        let gauged = store.clone();
+        let source = move || {
+            gauged
+                .state()
+                .iter()
+                .flat_map(|obj| {
+                    let (namespace, name) = (obj.namespace().unwrap_or_default(), obj.name_any());
+                    R::object_gauges(obj)
+                        .into_iter()
+                        .map(move |gauge| (namespace.clone(), name.clone(), gauge))
+                })
+                .collect()
+        };
+        if let Err(error) = runtime
+            .metrics
+            .register_object_gauges(R::OBJECT_GAUGES, Box::new(source))
+        {
+            tracing::warn!(controller = name, %error, "per-object gauges are not published");
+        }
+    }
     let namespace = scope.namespace().unwrap_or("*").to_string();
     let synced = Arc::new(AtomicBool::new(false));
     let synced_flag = synced.clone();

@@ -23,6 +23,7 @@ pub mod rotation;
 pub mod secret;
 pub mod status;
 
+use framework::metrics::ObjectGauge;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use std::sync::Arc;
 use std::time::Duration;
@@ -66,6 +67,11 @@ pub struct KeystoneApplicationCredentialSettings {
     /// TEST ONLY: runs the controller's clock this many seconds ahead (or behind).
     pub test_clock_offset_seconds: i64,
 }
+
+/// Metric: when each credential expires (for alerts on credentials that were not rotated in time).
+pub const EXPIRY_GAUGE: &str = "keystone_application_credential_expiry_timestamp_seconds";
+/// Metric: when each credential becomes due for rotation (`expiresAt` minus `gracePeriodDays`).
+pub const ROTATION_GAUGE: &str = "keystone_application_credential_rotation_eligible_timestamp_seconds";
 
 /// The controller: its Keystone client, token scope, fallback endpoint and clock.
 pub struct ApplicationCredentialController {
@@ -126,6 +132,33 @@ impl Reconciler for ApplicationCredentialController {
 
     fn ready_condition(obj: &Self::Resource) -> Option<Condition> {
         framework::status::ready_condition::<Self>(obj)
+    }
+
+    const OBJECT_GAUGES: &'static [(&'static str, &'static str)] = &[
+        (
+            EXPIRY_GAUGE,
+            "Unix time at which the current application credential expires in Keystone",
+        ),
+        (
+            ROTATION_GAUGE,
+            "Unix time from which the current application credential is due for rotation",
+        ),
+    ];
+
+    fn object_gauges(obj: &Self::Resource) -> Vec<ObjectGauge> {
+        let status = obj.status.as_ref();
+        let at = |time: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>| {
+            // Whole seconds since the epoch fit an f64 exactly.
+            #[allow(clippy::cast_precision_loss)]
+            time.map(|t| t.0.as_second() as f64)
+        };
+        [
+            (EXPIRY_GAUGE, at(status.and_then(|s| s.expires_at.as_ref()))),
+            (ROTATION_GAUGE, at(status.and_then(|s| s.rotation_eligible_at.as_ref()))),
+        ]
+        .into_iter()
+        .filter_map(|(family, value)| value.map(|value| ObjectGauge { family, value }))
+        .collect()
     }
 
     fn finalizer(&self) -> Option<FinalizerSpec> {

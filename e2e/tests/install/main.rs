@@ -2,6 +2,7 @@
 //! emulator (server dry-run first, strict validation, no warnings), its pod spec under Pod Security
 //! `restricted`, and the overlays holding exactly their controllers' rules.
 
+mod alerts;
 mod overlays;
 
 use e2e::fixtures::third_party_crds;

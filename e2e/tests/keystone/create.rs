@@ -119,6 +119,28 @@ async fn a_new_credential_lands_in_an_immutable_protected_secret_and_logs_in_wit
     assert_eq!(eligible, expires - SignedDuration::from_hours(10 * 24));
     assert_eq!(status.last_rotated, None);
     assert_eq!(status.previous_secret_name, None);
+    // Alerts see the same times: per-object gauges in the manager's metrics.
+    let exposition = world.manager().metrics().await;
+    let gauge = |family: &str| {
+        let prefix = format!(
+            "{family}{{name=\"{}\",namespace=\"{}\"}} ",
+            kube::ResourceExt::name_any(&ac),
+            kube::ResourceExt::namespace(&ac).unwrap_or_default()
+        );
+        exposition
+            .lines()
+            .find_map(|l| l.strip_prefix(&prefix)?.parse::<f64>().ok())
+    };
+    #[allow(clippy::cast_precision_loss)]
+    let seconds = |t: Timestamp| Some(t.as_second() as f64);
+    assert_eq!(
+        gauge("keystone_application_credential_expiry_timestamp_seconds"),
+        seconds(expires)
+    );
+    assert_eq!(
+        gauge("keystone_application_credential_rotation_eligible_timestamp_seconds"),
+        seconds(eligible)
+    );
     assert_eq!(status.observed_generation, ac.metadata.generation);
     let types: Vec<(&str, &str)> = status
         .conditions
