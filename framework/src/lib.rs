@@ -29,11 +29,13 @@ pub mod namespaces;
 pub mod peers;
 #[cfg(target_os = "linux")]
 pub mod process_metrics;
+pub mod queue;
 pub mod runner;
 pub mod sanitize;
 pub mod secrets;
 pub mod shutdown;
 pub mod status;
+pub mod triggers;
 
 pub use error::{ErrorCategory, ReconcileError};
 pub use runner::{Context, Outcome, Reconciler};

@@ -9,9 +9,9 @@
 //! stamps each controller's last success, so alerts need no log scraping.
 //!
 //! kube-runtime's scheduler does not expose its queue, so `workqueue_depth` and
-//! `workqueue_queue_duration_seconds` are not exported (an always-zero series would mislead);
-//! `workqueue_adds_total` counts reconciles started, which is what controller-runtime's counter measures once
-//! its de-duplication is taken into account.
+//! `workqueue_queue_duration_seconds` come from what the framework sees going in (every trigger and requeue,
+//! `crate::queue`); `workqueue_adds_total` counts reconciles started, which is what controller-runtime's counter
+//! measures once its de-duplication is taken into account.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -40,6 +40,9 @@ pub struct ObjectReadiness {
     /// The condition's reason (empty without one).
     pub reason: String,
 }
+
+/// Reads how many objects wait in a controller's queue; called at each scrape.
+pub type QueueSource = Box<dyn Fn() -> usize + Send + Sync>;
 
 /// Reads the readiness of every object a controller caches; called at each scrape.
 pub type ObjectSource = Box<dyn Fn() -> Vec<ObjectReadiness> + Send + Sync>;
@@ -77,6 +80,9 @@ pub struct Metrics {
     workqueue_unfinished_work_seconds: prometheus::GaugeVec,
     workqueue_longest_running_processor_seconds: prometheus::GaugeVec,
     workqueue_retries_total: IntCounterVec,
+    workqueue_depth: IntGaugeVec,
+    workqueue_queue_duration_seconds: HistogramVec,
+    queue_sources: Arc<Mutex<Vec<(String, QueueSource)>>>,
     leader_election_master_status: IntGaugeVec,
     rest_client_requests_total: IntCounterVec,
     rest_client_request_duration_seconds: HistogramVec,
@@ -257,10 +263,39 @@ impl Metrics {
                 "Unix time of the controller's last reconcile that succeeded",
                 &["controller"],
             )?,
+            workqueue_depth: gauge(r, "workqueue_depth", "Current depth of workqueue", wq)?,
+            workqueue_queue_duration_seconds: histogram(
+                r,
+                "workqueue_queue_duration_seconds",
+                "How long in seconds an item stays in workqueue before being requested",
+                wq,
+                WORKQUEUE_BUCKETS,
+            )?,
+            queue_sources: Arc::new(Mutex::new(Vec::new())),
             object_sources: Arc::new(Mutex::new(Vec::new())),
             object_gauges: Arc::new(Mutex::new(ObjectGauges::default())),
             registry,
         })
+    }
+
+    /// Adds a controller's queue (all its scopes) to `workqueue_depth`.
+    pub fn register_queue(&self, controller: &str, source: QueueSource) {
+        if let Ok(mut sources) = self.queue_sources.lock() {
+            sources.push((controller.to_string(), source));
+        }
+    }
+
+    /// Reads `workqueue_depth` from the registered queues (at each scrape).
+    fn read_queues(&self) {
+        let Ok(sources) = self.queue_sources.lock() else {
+            return;
+        };
+        for (controller, source) in sources.iter() {
+            let depth = i64::try_from(source()).unwrap_or(i64::MAX);
+            self.workqueue_depth
+                .with_label_values(&[controller, controller])
+                .set(depth);
+        }
     }
 
     /// Adds the objects of one controller's cache (one per watched scope) to `platform_operator_objects`.
@@ -337,6 +372,7 @@ impl Metrics {
     pub fn render(&self) -> String {
         self.count_objects();
         self.fill_object_gauges();
+        self.read_queues();
         let mut buffer = Vec::new();
         let encoder = TextEncoder::new();
         if let Err(error) = encoder.encode(&self.registry.gather(), &mut buffer) {
@@ -361,6 +397,7 @@ impl Metrics {
         self.active_workers.with_label_values(&[name]).set(0);
         self.workqueue_adds_total.with_label_values(&[name, name]).inc_by(0);
         self.workqueue_retries_total.with_label_values(&[name, name]).inc_by(0);
+        self.workqueue_depth.with_label_values(&[name, name]).set(0);
         self.workqueue_unfinished_work_seconds
             .with_label_values(&[name, name])
             .set(0.0);
@@ -433,6 +470,14 @@ impl ControllerMetrics {
     /// The controller name used as label value.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// An object waited `waited` in the queue before its reconcile started.
+    pub fn waited(&self, waited: Duration) {
+        self.metrics
+            .workqueue_queue_duration_seconds
+            .with_label_values(&[&self.name, &self.name])
+            .observe(waited.as_secs_f64());
     }
 
     /// A reconcile started: one worker busy, one item taken off the queue.

@@ -19,7 +19,7 @@ use futures::{FutureExt, StreamExt};
 use jiff::Timestamp;
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-use kube::runtime::controller::{Action, Config as ControllerConfig, Controller, Error as ControllerError};
+use kube::runtime::controller::{Action, Config as ControllerConfig, Error as ControllerError};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
@@ -34,6 +34,8 @@ use crate::events::EventPublisher;
 use crate::finalizer::{self, FinalizerSpec};
 use crate::metrics::{ControllerMetrics, Metrics, ObjectGauge, ObjectReadiness, ReconcileResult};
 use crate::namespaces::WatchedNamespaces;
+use crate::queue::QueueProbe;
+use crate::triggers::Triggers;
 
 /// What a successful reconcile asks for next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -139,9 +141,9 @@ pub trait Reconciler: Send + Sync + 'static {
         Vec::new()
     }
 
-    /// Adds watches on owned and related kinds to `controller` for this scope.
-    fn watches(&self, controller: Controller<Self::Resource>, _scope: &Scope) -> Controller<Self::Resource> {
-        controller
+    /// Adds watches on owned and related kinds for this scope (the object's own watch is there already).
+    fn watches(&self, triggers: Triggers<Self::Resource>, _scope: &Scope) -> Triggers<Self::Resource> {
+        triggers
     }
 
     /// Brings the world in line with `obj` (never called while `obj` is being deleted).
@@ -297,6 +299,7 @@ struct State<R: Reconciler> {
     failures: Mutex<HashMap<ObjectRef<R::Resource>, u32>>,
     in_flight: Mutex<HashMap<u64, Instant>>,
     next_id: AtomicU64,
+    queue: QueueProbe<R::Resource>,
 }
 
 impl<R: Reconciler> State<R> {
@@ -357,7 +360,10 @@ async fn run_scopes<R: Reconciler>(
         failures: Mutex::new(HashMap::new()),
         in_flight: Mutex::new(HashMap::new()),
         next_id: AtomicU64::new(0),
+        queue: QueueProbe::default(),
     });
+    let queue = state.queue.clone();
+    runtime.metrics.register_queue(name, Box::new(move || queue.depth()));
     let instances = scopes.into_iter().zip(guards).map(|(namespace, guard)| {
         let scope = Scope {
             client: runtime.client.clone(),
@@ -373,10 +379,11 @@ async fn run_scope<R: Reconciler>(state: Arc<State<R>>, scope: Scope, runtime: R
     let name = state.reconciler.name();
     let concurrency = runtime.defaults.concurrency;
     let api: Api<R::Resource> = scope.api();
-    let controller = Controller::new(api, watcher::Config::default());
+    let triggers = Triggers::new(api, watcher::Config::default(), state.queue.clone());
     let controller = state
         .reconciler
-        .watches(controller, &scope)
+        .watches(triggers, &scope)
+        .into_controller()
         .with_config(ControllerConfig::default().concurrency(concurrency))
         .graceful_shutdown_on(runtime.shutdown.clone().cancelled_owned());
     let store = controller.store();
@@ -431,16 +438,29 @@ async fn run_scope<R: Reconciler>(state: Arc<State<R>>, scope: Scope, runtime: R
             }
         }
     });
+    let queue = state.queue.clone();
     controller
         .run(reconcile::<R>, error_policy::<R>, state)
         .take_until(forceful_stop(name, runtime.shutdown.clone(), synced))
-        .for_each(|result| async move {
-            match result {
-                // Reconcile failures are logged (with their category) where they happen.
-                Err(ControllerError::ReconcilerFailed(..) | ControllerError::ObjectNotFound(_)) | Ok(_) => {}
-                // A watch that cannot list or watch (RBAC, a CRD not installed) would otherwise fail silently.
-                Err(error) => {
-                    tracing::warn!(controller = name, %error, "watch or queue failure; retrying with backoff")
+        .for_each(|result| {
+            let queue = queue.clone();
+            async move {
+                match result {
+                    // The object went before its turn came: it no longer waits.
+                    Err(ControllerError::ObjectNotFound(gone)) => {
+                        let object = ObjectRef::<R::Resource>::new(&gone.name);
+                        let object = match &gone.namespace {
+                            Some(namespace) => object.within(namespace),
+                            None => object,
+                        };
+                        queue.started(&object);
+                    }
+                    // Reconcile failures are logged (with their category) where they happen.
+                    Err(ControllerError::ReconcilerFailed(..)) | Ok(_) => {}
+                    // A watch that cannot list or watch (RBAC, a CRD not installed) would otherwise fail silently.
+                    Err(error) => {
+                        tracing::warn!(controller = name, %error, "watch or queue failure; retrying with backoff")
+                    }
                 }
             }
         })
@@ -497,6 +517,9 @@ async fn reconcile<R: Reconciler>(obj: Arc<R::Resource>, state: Arc<State<R>>) -
         reconcile_id = id,
     );
     let started = Instant::now();
+    if let Some(waited) = state.queue.started(&key) {
+        state.context.metrics.waited(waited);
+    }
     state.context.metrics.reconcile_started();
     let outcome = AssertUnwindSafe(run_phases(obj, &state))
         .catch_unwind()
@@ -524,7 +547,10 @@ async fn reconcile<R: Reconciler>(obj: Arc<R::Resource>, state: Arc<State<R>>) -
             }
             let (label, action) = match outcome {
                 Outcome::Done => (ReconcileResult::Success, Action::await_change()),
-                Outcome::RequeueAfter(d) => (ReconcileResult::RequeueAfter, Action::requeue(d)),
+                Outcome::RequeueAfter(d) => {
+                    state.queue.requeued(key.clone(), d);
+                    (ReconcileResult::RequeueAfter, Action::requeue(d))
+                }
             };
             state.context.metrics.reconcile_finished(label, elapsed, false);
             tracing::debug!(?elapsed, ?outcome, "reconciled");
@@ -598,13 +624,15 @@ fn error_policy<R: Reconciler>(obj: Arc<R::Resource>, _error: &RunError<R::Error
     let key = ObjectRef::from_obj(obj.as_ref());
     let failures = match state.failures.lock() {
         Ok(mut map) => {
-            let count = map.entry(key).or_insert(0);
+            let count = map.entry(key.clone()).or_insert(0);
             *count = count.saturating_add(1);
             *count
         }
         Err(_) => 1,
     };
-    Action::requeue(state.backoff.delay(failures, &mut rand::rng()))
+    let delay = state.backoff.delay(failures, &mut rand::rng());
+    state.queue.requeued(key, delay);
+    Action::requeue(delay)
 }
 
 #[cfg(test)]

@@ -33,11 +33,11 @@ use framework::clock::{Clock, OffsetClock, SystemClock};
 use framework::finalizer::FinalizerSpec;
 use framework::http::HttpSettings;
 use framework::runner::{Context, Outcome, Reconciler, Running, Runtime, Scope, StartError};
+use framework::triggers::Triggers;
 use futures::{Stream, StreamExt};
 use jiff::SignedDuration;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::PartialObjectMeta;
-use kube::runtime::controller::Controller;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource, ResourceExt};
@@ -168,15 +168,15 @@ impl Reconciler for ApplicationCredentialController {
         })
     }
 
-    fn watches(&self, controller: Controller<Self::Resource>, scope: &Scope) -> Controller<Self::Resource> {
-        let store = controller.store();
+    fn watches(&self, triggers: Triggers<Self::Resource>, scope: &Scope) -> Triggers<Self::Resource> {
+        let store = triggers.store();
         // Secrets only trigger reconciles (which read the one they need): every Secret in scope is watched, as a
         // password Secret may have any name, so the watch is metadata-only and never carries Secret data (see
         // `framework::metadata`; no kube `unstable-runtime` feature is needed for that). A password change
         // moves the Secret's resourceVersion, so it still triggers.
         let secrets = framework::metadata::scoped::<Secret>(scope);
         let keystone_apis: Api<KeystoneAPI> = scope.api();
-        controller
+        triggers
             .watches(secrets, watcher::Config::default(), move |secret| {
                 credentials_using(&store, &secret)
             })

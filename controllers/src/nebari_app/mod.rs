@@ -44,13 +44,13 @@ use framework::clock::{Clock, SystemClock};
 use framework::finalizer::FinalizerSpec;
 use framework::peers::Peers;
 use framework::runner::{Context, Outcome, Reconciler, Running, Runtime, Scope, StartError};
+use framework::triggers::Triggers;
 use gateway_api::gateways::Gateway;
 use gateway_api::httproutes::HttpRoute;
 use k8s_openapi::api::core::v1::{Namespace, Secret, Service};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::ResourceExt;
 use kube::api::{Api, PartialObjectMeta};
-use kube::runtime::controller::Controller;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 
@@ -148,8 +148,8 @@ impl Reconciler for NebariAppController {
         })
     }
 
-    fn watches(&self, controller: Controller<NebariApp>, scope: &Scope) -> Controller<NebariApp> {
-        let store = controller.store();
+    fn watches(&self, triggers: Triggers<NebariApp>, scope: &Scope) -> Triggers<NebariApp> {
+        let store = triggers.store();
         self.peers.register(store.clone(), scope.namespace());
         let managed =
             watcher::Config::default().labels(&format!("{}={MANAGED_BY}", framework::children::LABEL_MANAGED_BY));
@@ -174,15 +174,15 @@ impl Reconciler for NebariAppController {
         let settings = self.settings.clone();
         // The opt-in label is watched on every Namespace when the whole cluster is watched. A namespaced install
         // holds no cluster-wide grant to watch Namespaces; its apps re-read the label instead (see reconcile).
-        let controller = if scope.namespace().is_none() {
+        let triggers = if scope.namespace().is_none() {
             let namespaces: Api<Namespace> = Api::all(scope.client().clone());
-            controller.watches(namespaces, watcher::Config::default(), move |ns| {
+            triggers.watches(namespaces, watcher::Config::default(), move |ns| {
                 apps_in_namespace(&by_namespace, &ns.name_any())
             })
         } else {
-            controller
+            triggers
         };
-        controller
+        triggers
             .owns(scope.api::<HttpRoute>(), managed.clone())
             .owns(scope.api::<SecurityPolicy>(), managed.clone())
             .owns(scope.api::<Secret>(), managed.clone())

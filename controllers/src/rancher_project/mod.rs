@@ -36,7 +36,7 @@ use crds::rancher::ManagedRancherProject;
 use framework::clock::{Clock, SystemClock};
 use framework::finalizer::FinalizerSpec;
 use framework::runner::{Context, Outcome, Reconciler, Running, Runtime, Scope, StartError};
-use kube::runtime::controller::Controller;
+use framework::triggers::Triggers;
 
 use crate::keycloak::RealmClient;
 use crate::rancher::RancherClient;
@@ -120,10 +120,10 @@ impl Reconciler for RancherProjectController {
         })
     }
 
-    fn watches(&self, controller: Controller<Self::Resource>, scope: &Scope) -> Controller<Self::Resource> {
+    fn watches(&self, triggers: Triggers<Self::Resource>, scope: &Scope) -> Triggers<Self::Resource> {
         // No other kind drives these objects; the cache is kept to see what other projects share.
-        self.peers.register(controller.store(), scope.namespace());
-        controller
+        self.peers.register(triggers.store(), scope.namespace());
+        triggers
     }
 
     async fn reconcile(&self, obj: Arc<Self::Resource>, ctx: &Context) -> Result<Outcome, Self::Error> {

@@ -26,6 +26,9 @@ struct ConfigMapController {
     failures_left: AtomicUsize,
     release_slow: Arc<Notify>,
     slow_finished: AtomicBool,
+    /// Reconciles of objects named `gate…` wait here until the gate opens (then they never wait again).
+    gate: tokio::sync::Semaphore,
+    gate_open: AtomicBool,
 }
 
 impl ConfigMapController {
@@ -37,7 +40,15 @@ impl ConfigMapController {
             failures_left: AtomicUsize::new(0),
             release_slow: Arc::new(Notify::new()),
             slow_finished: AtomicBool::new(false),
+            gate: tokio::sync::Semaphore::new(0),
+            gate_open: AtomicBool::new(false),
         }
+    }
+
+    /// Lets every `gate…` reconcile through, now and later.
+    fn open_gate(&self) {
+        self.gate_open.store(true, Ordering::SeqCst);
+        self.gate.add_permits(tokio::sync::Semaphore::MAX_PERMITS / 2);
     }
 }
 
@@ -70,6 +81,9 @@ impl Reconciler for ConfigMapController {
         if name.starts_with("fail") && self.failures_left.load(Ordering::SeqCst) > 0 {
             self.failures_left.fetch_sub(1, Ordering::SeqCst);
             return Err(TestError("deliberate failure".into()));
+        }
+        if name.starts_with("gate") && !self.gate_open.load(Ordering::SeqCst) {
+            let _ = self.gate.acquire().await;
         }
         if name.starts_with("slow") {
             self.release_slow.notified().await;
@@ -304,4 +318,76 @@ async fn shutdown_before_the_cache_synced_stops_promptly() {
         .await
         .expect("the runner stops without waiting for a cache sync")
         .expect("runner task");
+}
+
+/// The value of the `configmaptest` series of `family` in an exposition (0 when absent).
+fn series(text: &str, family: &str) -> f64 {
+    let prefix = format!(r#"{family}{{controller="configmaptest",name="configmaptest"}} "#);
+    text.lines()
+        .find_map(|line| line.strip_prefix(&prefix)?.parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// `workqueue_depth` counts the objects waiting while every worker is busy and falls to 0 once they ran;
+/// `workqueue_queue_duration_seconds` measures how long they waited.
+#[tokio::test]
+async fn the_work_queue_depth_rises_while_workers_are_blocked_and_falls_to_zero_after() {
+    let cluster = TestCluster::start().await;
+    let ns = cluster.create_namespace("queue").await;
+    let controller = Arc::new(ConfigMapController::new());
+    let running = run(&cluster, controller.clone(), &ns);
+    let metrics = running.metrics.clone();
+    let api: Api<ConfigMap> = Api::namespaced(cluster.client(), &ns);
+    // Both workers (concurrency 2) block on the gated objects.
+    for name in ["gate-1", "gate-2"] {
+        api.create(&PostParams::default(), &config_map(name, &[]))
+            .await
+            .expect("create");
+    }
+    wait_until("both workers to be busy", Deadline::secs(20), || {
+        let text = metrics.render();
+        async move {
+            let busy = text.contains(r#"controller_runtime_active_workers{controller="configmaptest"} 2"#);
+            Ok(busy.then_some(()))
+        }
+    })
+    .await;
+    for name in ["queued-a", "queued-b", "queued-c"] {
+        api.create(&PostParams::default(), &config_map(name, &[]))
+            .await
+            .expect("create");
+    }
+    let depth = wait_until("three objects to wait", Deadline::secs(20), || {
+        let depth = series(&metrics.render(), "workqueue_depth");
+        async move { Ok((depth >= 3.0).then_some(depth)) }
+    })
+    .await;
+    assert!(depth <= 5.0, "at most the five objects wait: {depth}");
+    assert_eq!(
+        controller.journal.reconciles_of("queued-a"),
+        0,
+        "nothing ran while the workers were blocked"
+    );
+
+    controller.open_gate();
+    let journal = controller.journal.clone();
+    wait_until("every object to be reconciled", Deadline::secs(20), || {
+        let journal = journal.clone();
+        async move {
+            let done = ["queued-a", "queued-b", "queued-c"]
+                .iter()
+                .all(|n| journal.reconciles_of(n) > 0);
+            Ok(done.then_some(()))
+        }
+    })
+    .await;
+    wait_until("the queue to be empty", Deadline::secs(20), || {
+        let depth = series(&metrics.render(), "workqueue_depth");
+        async move { Ok((depth == 0.0).then_some(())) }
+    })
+    .await;
+    let text = metrics.render();
+    assert!(series(&text, "workqueue_queue_duration_seconds_count") >= 5.0, "{text}");
+    assert!(series(&text, "workqueue_queue_duration_seconds_sum") > 0.0);
+    running.shutdown.cancel();
 }

@@ -1,0 +1,171 @@
+//! What makes a controller reconcile an object: its own watch, its children (by controller ownerReference) and
+//! related objects (by a mapper). [`Triggers`] wraps kube-runtime's `Controller` builder so that every trigger is
+//! also reported to the controller's [`QueueProbe`] (the work-queue metrics); reconcilers declare their watches on
+//! it exactly as on the builder.
+
+use std::fmt::Debug;
+
+use futures::{Stream, TryStreamExt};
+use kube::api::Api;
+use kube::runtime::controller::Controller;
+#[allow(deprecated)]
+use kube::runtime::metadata_watcher;
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Resource, ResourceExt};
+use serde::de::DeserializeOwned;
+
+use crate::queue::QueueProbe;
+
+/// The watches of one controller in one scope, with every trigger reported to its queue probe.
+pub struct Triggers<K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static> {
+    controller: Controller<K>,
+    store: Store<K>,
+    probe: QueueProbe<K>,
+}
+
+impl<K> Triggers<K>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    /// Watches `api` (the controller's own kind) into a cache, triggering each object that changes.
+    pub fn new(api: Api<K>, config: watcher::Config, probe: QueueProbe<K>) -> Self {
+        let (store, writer) = reflector::store();
+        let seen = probe.clone();
+        let own = reflector::reflector(writer, watcher(api, config))
+            .applied_objects()
+            .inspect_ok(move |obj| seen.triggered(ObjectRef::from_obj(obj)));
+        Self {
+            controller: Controller::for_stream(own, store.clone()),
+            store,
+            probe,
+        }
+    }
+
+    /// The cache of the controller's own objects (for mappers that look at other objects).
+    pub fn store(&self) -> Store<K> {
+        self.store.clone()
+    }
+
+    /// Triggers the owner of each changed `Child` (its controller ownerReference of kind `K`). Children are
+    /// watched by metadata only: their data (a Secret's, say) never reaches the manager.
+    #[must_use]
+    pub fn owns<Child>(self, api: Api<Child>, config: watcher::Config) -> Self
+    where
+        Child: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    {
+        let seen = self.probe.clone();
+        // kube-runtime's own `owns` watches children this way (metadata only).
+        #[allow(deprecated)]
+        let children = metadata_watcher(api, config)
+            .touched_objects()
+            .inspect_ok(move |child| {
+                for owner in controller_owners::<K, _>(child) {
+                    seen.triggered(owner);
+                }
+            });
+        self.with_controller(|controller| controller.owns_stream(children))
+    }
+
+    /// Triggers the objects `mapper` names for each changed `Other`.
+    #[must_use]
+    pub fn watches<Other, I>(
+        self,
+        api: Api<Other>,
+        config: watcher::Config,
+        mapper: impl Fn(Other) -> I + Sync + Send + 'static,
+    ) -> Self
+    where
+        Other: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + 'static,
+        I: IntoIterator<Item = ObjectRef<K>> + 'static,
+        I::IntoIter: Send,
+    {
+        let seen = self.probe.clone();
+        let mapper = move |other: Other| {
+            let objects: Vec<ObjectRef<K>> = mapper(other).into_iter().collect();
+            for object in &objects {
+                seen.triggered(object.clone());
+            }
+            objects
+        };
+        self.with_controller(|controller| controller.watches(api, config, mapper))
+    }
+
+    /// Triggers every cached object each time `signal` yields (a change that concerns them all, e.g. the
+    /// endpoint they share).
+    #[must_use]
+    pub fn reconcile_all_on(self, signal: impl Stream<Item = ()> + Send + 'static) -> Self {
+        let (seen, store) = (self.probe.clone(), self.store.clone());
+        let signal = futures::StreamExt::inspect(signal, move |()| {
+            for obj in store.state() {
+                seen.triggered(ObjectRef::from_obj(obj.as_ref()));
+            }
+        });
+        self.with_controller(|controller| controller.reconcile_all_on(signal))
+    }
+
+    fn with_controller(self, change: impl FnOnce(Controller<K>) -> Controller<K>) -> Self {
+        Self {
+            controller: change(self.controller),
+            store: self.store,
+            probe: self.probe,
+        }
+    }
+
+    /// The kube-runtime controller these triggers feed.
+    pub fn into_controller(self) -> Controller<K> {
+        self.controller
+    }
+}
+
+/// The owners of kind `K` that `child` names as its controller.
+fn controller_owners<K, Child>(child: &Child) -> Vec<ObjectRef<K>>
+where
+    K: Resource<DynamicType = ()>,
+    Child: Resource,
+{
+    let (kind, api_version) = (K::kind(&()), K::api_version(&()));
+    child
+        .owner_references()
+        .iter()
+        .filter(|r| r.controller == Some(true) && r.kind == kind && r.api_version == api_version)
+        .map(|r| {
+            let owner = ObjectRef::new(&r.name);
+            match child.namespace() {
+                Some(namespace) => owner.within(&namespace),
+                None => owner,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+
+    use super::*;
+
+    #[test]
+    fn only_a_controller_owner_of_the_kind_is_triggered() {
+        let mut child = Secret::default();
+        child.metadata.namespace = Some("ns".into());
+        let reference = |kind: &str, name: &str, controller: bool| OwnerReference {
+            api_version: "v1".into(),
+            kind: kind.into(),
+            name: name.into(),
+            uid: "u".into(),
+            controller: Some(controller),
+            ..OwnerReference::default()
+        };
+        child.metadata.owner_references = Some(vec![
+            reference("ConfigMap", "owner", true),
+            reference("ConfigMap", "co-owner", false),
+            reference("Service", "other", true),
+        ]);
+        assert_eq!(
+            controller_owners::<ConfigMap, _>(&child),
+            vec![ObjectRef::new("owner").within("ns")]
+        );
+    }
+}
