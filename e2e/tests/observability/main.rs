@@ -143,3 +143,71 @@ async fn the_leader_lease_is_held_while_running_and_released_on_sigterm() {
         "the lease is released on shutdown, still held by {holder:?}"
     );
 }
+
+/// The shipped Grafana dashboard (`manifests/prometheus/dashboard`): every panel's query parses and returns data
+/// from a real Prometheus scraping the manager, with reconciles and external API traffic going on.
+#[tokio::test]
+async fn every_dashboard_query_returns_data_from_the_managers_metrics() {
+    let path = e2e::harness::install::repository_root()
+        .join("manifests/prometheus/dashboard/platform-operator-dashboard.json");
+    let dashboard: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("read the dashboard")).expect("dashboard JSON");
+    let queries: Vec<String> = dashboard["panels"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|p| p["targets"].as_array().cloned().unwrap_or_default())
+        .filter_map(|t| t["expr"].as_str().map(str::to_string))
+        .collect();
+    assert!(queries.len() >= 10, "{queries:?}");
+
+    let cluster = TestCluster::start().await;
+    let mut all = crds::all();
+    all.extend(e2e::fixtures::third_party_crds::for_nebari());
+    cluster.install_crds(&all).await;
+    // An app with auth in an opted-in namespace: its provisioning calls Keycloak, which does not answer here, so
+    // the external API series fill too.
+    let setup = json!({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team", "labels": {"nebari.dev/managed": "true"}}},
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "keycloak"}},
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "nebari-realm-admin-credentials", "namespace": "keycloak"},
+         "stringData": {"username": "admin", "password": "unused"}},
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "team"},
+         "spec": {"ports": [{"port": 80}]}},
+        {"apiVersion": "reconcilers.nebari.dev/v1", "kind": "NebariApp", "metadata": {"name": "web", "namespace": "team"},
+         "spec": {"hostname": "web.example.com", "service": {"name": "web", "port": 80}, "auth": {"enabled": true}}},
+        // And one whose namespace is not opted in: reconciled successfully (it waits for the label).
+        {"apiVersion": "reconcilers.nebari.dev/v1", "kind": "NebariApp", "metadata": {"name": "idle", "namespace": "default"},
+         "spec": {"hostname": "idle.example.com", "service": {"name": "idle", "port": 80}}},
+    ]});
+    cluster.kubectl().apply(&setup.to_string()).await;
+    let options = ManagerOptions {
+        args: vec![
+            "--keycloak-url=http://127.0.0.1:9".to_string(),
+            "--keycloak-api-timeout-seconds=1".to_string(),
+            // As the shipped Deployment runs it (the leader panel needs the Lease).
+            "--leader-elect".to_string(),
+            format!("--leader-election-namespace={OPERATOR_NAMESPACE}"),
+            "--leader-election-id=dashboard-test".to_string(),
+        ],
+        ..ManagerOptions::default()
+    };
+    let manager = ManagerProcess::start(&cluster, options).await;
+    let prometheus = Prometheus::start(cluster.dir(), &manager.metrics_target()).await;
+    wait_until("Keycloak traffic to be scraped", Deadline::secs(60), || {
+        let prometheus = &prometheus;
+        async move {
+            let found = prometheus.query("rate(external_api_requests_total[5m])").await?;
+            Ok((!found.is_empty()).then_some(()))
+        }
+    })
+    .await;
+    for query in &queries {
+        let found = prometheus
+            .query(query)
+            .await
+            .unwrap_or_else(|e| panic!("the dashboard query {query} fails: {e}"));
+        assert!(!found.is_empty(), "the dashboard query {query} returns no data");
+    }
+    prometheus.stop().await;
+}
