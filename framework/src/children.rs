@@ -321,11 +321,12 @@ impl ChildSet {
             .await
             .map_err(|source| ChildError::Api {
                 verb: "apply",
-                kind,
-                name,
+                kind: kind.clone(),
+                name: name.clone(),
                 source,
             })?;
         self.writes += 1;
+        crate::changes::record(format!("applied {kind} {}/{name}", namespace.unwrap_or_default()));
         Ok(applied)
     }
 
@@ -408,6 +409,11 @@ impl ChildSet {
                 }
             }
             self.writes += 1;
+            crate::changes::record(format!(
+                "deleted {kind} {}/{}",
+                key.namespace.as_deref().unwrap_or_default(),
+                key.name
+            ));
             deleted.push(key.name);
         }
         Ok(deleted)

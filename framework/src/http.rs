@@ -231,15 +231,23 @@ impl ExternalApi {
         request: RequestBuilder,
         explain: fn(&[u8]) -> Option<String>,
     ) -> Result<Response, HttpError> {
+        let (client, request) = request.build_split();
+        let request = request.map_err(|e| self.transport_error(operation, &e))?;
+        let writes = !matches!(*request.method(), Method::GET | Method::HEAD);
         let started = Instant::now();
-        let result = request.send().await;
+        let result = client.execute(request).await;
         let elapsed = started.elapsed();
         let code = match &result {
             Ok(response) => response.status().as_u16().to_string(),
             Err(_) => "error".to_string(),
         };
+        let latency_ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
+        tracing::debug!(api = self.api, operation, code, latency_ms, "external request");
         if let Some(metrics) = &self.metrics {
             metrics.observe_external_request(self.api, operation, &code, elapsed);
+        }
+        if writes && result.as_ref().is_ok_and(|r| r.status().is_success()) {
+            crate::changes::record(format!("{}: {operation}", self.api));
         }
         let response = result.map_err(|e| self.transport_error(operation, &e))?;
         let status = response.status();

@@ -87,7 +87,10 @@ where
                 Ok(response) => response.status().as_u16().to_string(),
                 Err(_) => "<error>".to_string(),
             };
-            metrics.observe_kube_request(&method, &code, &host, started.elapsed());
+            let elapsed = started.elapsed();
+            let latency_ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
+            tracing::debug!(method, code, latency_ms, "kubernetes request");
+            metrics.observe_kube_request(&method, &code, &host, elapsed);
             result
         })
     }

@@ -12,6 +12,7 @@
 pub mod access;
 pub mod admin;
 pub mod backoff;
+pub mod changes;
 pub mod children;
 pub mod clock;
 pub mod conditions;

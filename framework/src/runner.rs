@@ -513,7 +513,8 @@ async fn reconcile<R: Reconciler>(obj: Arc<R::Resource>, state: Arc<State<R>>) -
         "reconcile",
         controller = name,
         namespace = obj.namespace().unwrap_or_default(),
-        name = obj.name_any(),
+        // `object`, not `name`: JSON logs put the span's own name under `name`.
+        object = obj.name_any(),
         reconcile_id = id,
     );
     let started = Instant::now();
@@ -521,10 +522,12 @@ async fn reconcile<R: Reconciler>(obj: Arc<R::Resource>, state: Arc<State<R>>) -
         state.context.metrics.waited(waited);
     }
     state.context.metrics.reconcile_started();
-    let outcome = AssertUnwindSafe(run_phases(obj, &state))
-        .catch_unwind()
-        .instrument(span.clone())
-        .await;
+    let (outcome, changes) = crate::changes::collect(
+        AssertUnwindSafe(run_phases(obj, &state))
+            .catch_unwind()
+            .instrument(span.clone()),
+    )
+    .await;
     state.track_end(id);
     let elapsed = started.elapsed();
     let result = match outcome {
@@ -553,7 +556,7 @@ async fn reconcile<R: Reconciler>(obj: Arc<R::Resource>, state: Arc<State<R>>) -
                 }
             };
             state.context.metrics.reconcile_finished(label, elapsed, false);
-            tracing::debug!(?elapsed, ?outcome, "reconciled");
+            summarize(&changes, elapsed, &format!("{outcome:?}"));
             Ok(action)
         }
         Err(error) => {
@@ -562,6 +565,7 @@ async fn reconcile<R: Reconciler>(obj: Arc<R::Resource>, state: Arc<State<R>>) -
                 .context
                 .metrics
                 .reconcile_finished(ReconcileResult::Error, elapsed, category.is_terminal());
+            summarize(&changes, elapsed, "error");
             match category {
                 ErrorCategory::Transient | ErrorCategory::Dependency => {
                     tracing::info!(category = category.as_str(), %error, "reconcile failed")
@@ -572,6 +576,16 @@ async fn reconcile<R: Reconciler>(obj: Arc<R::Resource>, state: Arc<State<R>>) -
             }
             Err(error)
         }
+    }
+}
+
+/// The reconcile's one line: at info what it changed, at debug when it changed nothing.
+fn summarize(changes: &[String], elapsed: Duration, outcome: &str) {
+    let elapsed_ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
+    if changes.is_empty() {
+        tracing::debug!(elapsed_ms, outcome, "reconciled: nothing changed");
+    } else {
+        tracing::info!(elapsed_ms, outcome, changes = %changes.join("; "), "reconciled: {} change(s)", changes.len());
     }
 }
 
@@ -602,7 +616,7 @@ async fn run_phases<R: Reconciler>(obj: Arc<R::Resource>, state: &State<R>) -> R
         if let Some(uid) = obj.uid() {
             ctx.events.forget(&uid);
         }
-        tracing::info!("cleanup finished, finalizer removed");
+        crate::changes::record("cleanup finished, finalizer removed");
         return Ok(Outcome::Done);
     }
     // Reconcile the object as stored after adding the finalizer: its resourceVersion is current, so a status
@@ -612,7 +626,7 @@ async fn run_phases<R: Reconciler>(obj: Arc<R::Resource>, state: &State<R>) -> R
         .map_err(RunError::Finalizer)?
     {
         Some(updated) => {
-            tracing::debug!(finalizer = spec.name, "finalizer added");
+            crate::changes::record(format!("finalizer {} added", spec.name));
             Arc::new(updated)
         }
         None => obj,

@@ -236,7 +236,10 @@ pub async fn publish<P: StatusPolicy>(
     let mut attempt = 1;
     loop {
         let refused = match write(&api, &stored, &desired, &ctx.field_manager, P::CLEARS_FOREIGN_FIELDS).await {
-            Ok(true) => return Ok(Published::Written),
+            Ok(true) => {
+                crate::changes::record("status");
+                return Ok(Published::Written);
+            }
             Ok(false) => return Ok(Published::Unchanged),
             Err(kube::Error::Api(response)) if response.code == 409 => kube::Error::Api(response),
             Err(error) => return Err(error),

@@ -140,7 +140,7 @@ impl Minter<'_> {
             ..PostParams::default()
         };
         match secrets.create(&params, &object).await {
-            Ok(_) => {}
+            Ok(_) => framework::changes::record(format!("created Secret {secret_name}")),
             Err(kube::Error::Api(status)) if status.code == 409 => {
                 let existing = secrets
                     .get(&secret_name)
@@ -199,6 +199,7 @@ impl Minter<'_> {
             .create(&params, &pending::build(ac, service, &intended))
             .await
             .map_err(kube_error(format!("creating Secret {record_name}")))?;
+        framework::changes::record(format!("recorded the intent in Secret {record_name}"));
         Ok(intended)
     }
 }
@@ -208,7 +209,10 @@ impl Minter<'_> {
 pub async fn discard(secrets: &Api<Secret>, service: &str) -> Result<(), AcError> {
     let record_name = pending::record_name(service);
     match secrets.delete(&record_name, &DeleteParams::default()).await {
-        Ok(_) => Ok(()),
+        Ok(_) => {
+            framework::changes::record(format!("deleted Secret {record_name}"));
+            Ok(())
+        }
         Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
         Err(source) => Err(AcError::from(KubeError::new(
             format!("deleting Secret {record_name}"),

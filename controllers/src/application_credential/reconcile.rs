@@ -204,7 +204,7 @@ async fn prune(
     let secrets_api: Api<Secret> = Api::namespaced(ctx.client.clone(), namespace);
     for name in &plan.delete {
         match secrets_api.delete(name, &DeleteParams::default()).await {
-            Ok(_) => tracing::info!(secret = %name, "deleted a Secret whose credential expired"),
+            Ok(_) => framework::changes::record(format!("deleted Secret {name}, whose credential expired")),
             Err(kube::Error::Api(status)) if status.code == 404 => {}
             Err(source) => {
                 return Err(AcError::from(KubeError::new(format!("deleting Secret {name}"), source)));

@@ -92,7 +92,7 @@ pub async fn cleanup(
                 .delete(&names.certificate(), &DeleteParams::background())
                 .await
             {
-                Ok(_) => {}
+                Ok(_) => framework::changes::record(format!("deleted Certificate {}", names.certificate())),
                 Err(kube::Error::Api(status)) if status.code == 404 => {}
                 Err(e) => return Err(KubeError::new("deleting the Certificate", e).into()),
             }

@@ -85,7 +85,13 @@ impl<'a> ListenerWriter<'a> {
             .patch(gateway, &params, &Patch::Apply(&body))
             .await
         {
-            Ok(_) => Ok(ListenerOutcome::Ready),
+            Ok(_) => {
+                framework::changes::record(format!(
+                    "applied listener {} on Gateway {namespace}/{gateway}",
+                    self.names.listener()
+                ));
+                Ok(ListenerOutcome::Ready)
+            }
             Err(error) if is_listener_conflict(&error) => Ok(ListenerOutcome::Conflict(format!(
                 "listener {} on Gateway {namespace}/{gateway} conflicts with another listener for {} (same port, \
                  protocol and hostname)",
@@ -119,6 +125,9 @@ impl<'a> ListenerWriter<'a> {
             .map_err(kube_error(format!(
                 "withdrawing the listener from Gateway {namespace}/{gateway}"
             )))?;
+        framework::changes::record(format!(
+            "withdrew listener {listener} from Gateway {namespace}/{gateway}"
+        ));
         // A listener another manager also owns (the replaced operator's whole-Gateway update) survives the
         // withdrawal: remove that item explicitly, guarded by a test of its name.
         let Some(after) = self.live_gateway(gateway, namespace).await? else {
@@ -176,6 +185,10 @@ impl<'a> ListenerWriter<'a> {
             .map_err(kube_error(format!(
                 "removing the listener from Gateway {namespace}/{gateway}"
             )))?;
+        framework::changes::record(format!(
+            "removed listener {} from Gateway {namespace}/{gateway}",
+            item["name"]
+        ));
         Ok(())
     }
 }

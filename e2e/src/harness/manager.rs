@@ -272,12 +272,15 @@ impl ManagerProcess {
         self.log_path = self.log_dir.join(format!("manager-{}.log", self.starts));
         let log = std::fs::File::create(&self.log_path).expect("create manager log");
         let err_log = log.try_clone().expect("clone log handle");
+        // Text logs for people reading a failed test, unless the test asks for another format.
+        let format =
+            (!self.options.args.iter().any(|a| a.starts_with("--log-format"))).then(|| "--log-format=text".to_string());
         let args: Vec<String> = [
             format!("--metrics-bind-address=127.0.0.1:{metrics_port}"),
             format!("--health-probe-bind-address=127.0.0.1:{health_port}"),
-            "--log-format=text".to_string(),
         ]
         .into_iter()
+        .chain(format)
         .chain(self.options.args.iter().cloned())
         .collect();
         let mut env: Vec<(String, String)> = vec![

@@ -211,3 +211,83 @@ async fn every_dashboard_query_returns_data_from_the_managers_metrics() {
     }
     prometheus.stop().await;
 }
+
+/// JSON logs: every line of a reconcile names the controller, the object and the reconcile; a reconcile that
+/// changed something says what in one info line, one that changed nothing says nothing at info.
+#[tokio::test]
+async fn reconcile_logs_are_json_lines_with_the_object_and_one_summary_of_what_changed() {
+    let cluster = TestCluster::start().await;
+    let mut all = crds::all();
+    all.extend(e2e::fixtures::third_party_crds::for_nebari());
+    cluster.install_crds(&all).await;
+    let options = ManagerOptions::controllers(&["nebariapp"], None, vec!["--log-format=json".to_string()]);
+    let manager = ManagerProcess::start(&cluster, options).await;
+    let app = json!({
+        "apiVersion": "reconcilers.nebari.dev/v1", "kind": "NebariApp",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"hostname": "web.example.com", "service": {"name": "web", "port": 80}},
+    });
+    cluster.kubectl().apply(&app.to_string()).await;
+    let summaries = |log: &str| -> Vec<serde_json::Value> {
+        log.lines()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            .filter(|line| line["message"].as_str().is_some_and(|m| m.starts_with("reconciled: ")))
+            .collect()
+    };
+    let first = wait_until("the first reconcile's summary", Deadline::secs(60), || {
+        let found = summaries(&manager.log());
+        async move { Ok(found.into_iter().find(|s| s["level"] == "INFO")) }
+    })
+    .await;
+    let span = &first["span"];
+    assert_eq!(
+        (
+            span["controller"].as_str(),
+            span["namespace"].as_str(),
+            span["object"].as_str()
+        ),
+        (Some("nebariapp"), Some("default"), Some("web")),
+        "{first}"
+    );
+    assert!(span["reconcile_id"].is_u64(), "{first}");
+    let changes = first["changes"].as_str().unwrap_or_default();
+    assert!(changes.contains("finalizer") && changes.contains("status"), "{first}");
+
+    // Every line of the manager is JSON, and every line inside a reconcile carries the object.
+    let log = manager.log();
+    for line in log.lines().filter(|l| !l.trim().is_empty()) {
+        let parsed: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("not a JSON line ({e}): {line}"));
+        assert!(parsed["timestamp"].is_string() && parsed["level"].is_string(), "{line}");
+        if parsed["span"]["name"] == "reconcile" {
+            for field in ["controller", "namespace", "object", "reconcile_id"] {
+                assert!(!parsed["span"][field].is_null(), "{field} missing: {line}");
+            }
+        }
+    }
+
+    // A reconcile that changes nothing (an annotation the controller ignores) logs no summary at info.
+    let before = manager.reconciles("nebariapp").await;
+    let info_before = summaries(&manager.log())
+        .iter()
+        .filter(|s| s["level"] == "INFO")
+        .count();
+    cluster
+        .kubectl()
+        .run(&[
+            "annotate",
+            "nebariapp",
+            "web",
+            "-n",
+            "default",
+            "example.com/note=unrelated",
+        ])
+        .await
+        .expect_success("annotate");
+    manager.wait_reconciles("nebariapp", before, 1).await;
+    let info_after = summaries(&manager.log())
+        .iter()
+        .filter(|s| s["level"] == "INFO")
+        .count();
+    assert_eq!(info_after, info_before, "a no-op reconcile says nothing at info");
+}
