@@ -11,7 +11,10 @@ use serde_json::json;
 #[tokio::test]
 async fn prometheus_scrapes_controller_runtime_metrics_from_the_manager() {
     let cluster = TestCluster::start().await;
-    cluster.install_crds(&crds::all()).await;
+    // The kinds the NebariApp controller watches must exist, or kube-runtime backs off all its triggers.
+    let mut all = crds::all();
+    all.extend(e2e::fixtures::third_party_crds::for_nebari());
+    cluster.install_crds(&all).await;
     let manager = ManagerProcess::start(&cluster, ManagerOptions::default()).await;
     let prometheus = Prometheus::start(cluster.dir(), &manager.metrics_target()).await;
     // An app whose namespace is not opted in: counted as not Ready, with its reason.
