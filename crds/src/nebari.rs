@@ -333,8 +333,11 @@ pub struct KeycloakProtocolMapperConfig {
 }
 
 /// How the service appears on the Nebari landing page.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new(
+    "!has(self.enabled) || self.enabled == false || (has(self.displayName) && size(self.displayName) > 0)"
+).message("displayName is required when the landing page is enabled"))]
 pub struct LandingPageConfig {
     /// Enabled lists the service on the landing page.
     #[serde(default)]

@@ -70,8 +70,24 @@ fn invalid_specs() -> Vec<(&'static str, serde_json::Value, &'static [&'static s
         ),
         (
             "landing page priority",
-            json!({"landingPage": {"enabled": true, "priority": 5000}}),
+            json!({"landingPage": {"enabled": true, "displayName": "Web", "priority": 5000}}),
             &["spec.landingPage.priority"],
+        ),
+        (
+            "landing page without a display name",
+            json!({"landingPage": {"enabled": true}}),
+            &[
+                "spec.landingPage",
+                "displayName is required when the landing page is enabled",
+            ],
+        ),
+        (
+            "landing page with an empty display name",
+            json!({"landingPage": {"enabled": true, "displayName": ""}}),
+            &[
+                "spec.landingPage",
+                "displayName is required when the landing page is enabled",
+            ],
         ),
     ]
 }
