@@ -30,6 +30,7 @@ const KNOWN_MAPPER_TYPES: &[&str] = &[
     "oidc-usermodel-client-role-mapper",
     "oidc-usermodel-property-mapper",
     "oidc-usermodel-realm-role-mapper",
+    "oidc-usersessionmodel-note-mapper",
 ];
 
 /// The fields of a user being created.
@@ -416,16 +417,42 @@ impl Realm {
             )));
         }
         let service_account = settings.service_accounts_enabled;
+        let had_service_account = current.settings.service_accounts_enabled;
         if let Some(client) = self.clients.get_mut(id) {
             client.settings = settings;
         }
         if service_account {
             self.ensure_service_account(id, now_millis)?;
+        } else if had_service_account {
+            self.detach_service_account_scope(id);
         }
         Ok(())
     }
 
+    /// Removes the `service_account` scope from a client whose service account was turned off, as Keycloak does.
+    fn detach_service_account_scope(&mut self, client: &str) {
+        let scope = self.service_account_scope();
+        if let (Some(scope), Some(client)) = (scope, self.clients.get_mut(client)) {
+            client.default_scopes.retain(|s| *s != scope);
+        }
+    }
+
+    /// The id of the realm's `service_account` scope, if the realm has it.
+    fn service_account_scope(&self) -> Option<String> {
+        self.client_scopes
+            .values()
+            .find(|s| s.name == crate::store::SERVICE_ACCOUNT_SCOPE)
+            .map(|s| s.id.clone())
+    }
+
     fn ensure_service_account(&mut self, client: &str, now_millis: u64) -> Result<(), ApiError> {
+        // Keycloak 26.1+ gives every client with a service account the `service_account` default scope.
+        if let Some(scope) = self.service_account_scope()
+            && let Some(entry) = self.clients.get_mut(client)
+            && !entry.default_scopes.contains(&scope)
+        {
+            entry.default_scopes.push(scope);
+        }
         if self
             .users
             .values()

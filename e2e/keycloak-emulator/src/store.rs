@@ -8,24 +8,65 @@ use serde_json::Value;
 
 use super::config::{ClientSeed, EmulatorConfig, GroupSeed, UserSeed};
 use super::ids::new_id;
-use super::model::{Authz, ClientScope, ClientSettings, REALM_MANAGEMENT, Realm, openid_connect};
+use super::model::{Authz, ClientScope, ClientSettings, ProtocolMapper, REALM_MANAGEMENT, Realm, openid_connect};
 use super::realm::NewUser;
 use super::wire::ApiError;
 
-/// The OIDC client scopes every realm starts with, and whether each is a default (else optional) scope.
-const BUILTIN_SCOPES: &[(&str, bool)] = &[
-    ("acr", true),
-    ("address", false),
-    ("basic", true),
-    ("email", true),
-    ("microprofile-jwt", false),
-    ("offline_access", false),
-    ("organization", false),
-    ("phone", false),
-    ("profile", true),
-    ("roles", true),
-    ("web-origins", true),
+/// How a built-in scope reaches clients.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Attach {
+    /// A realm default scope: new clients get it as a default scope.
+    Default,
+    /// A realm optional scope: new clients get it as an optional scope.
+    Optional,
+    /// Attached as a default scope to clients with a service account only (`service_account`, Keycloak 26.1+).
+    ServiceAccounts,
+}
+
+/// The OIDC client scopes every realm of Keycloak 26 starts with, and how each reaches clients.
+const BUILTIN_SCOPES: &[(&str, Attach)] = &[
+    ("acr", Attach::Default),
+    ("address", Attach::Optional),
+    ("basic", Attach::Default),
+    ("email", Attach::Default),
+    ("microprofile-jwt", Attach::Optional),
+    ("offline_access", Attach::Optional),
+    ("organization", Attach::Optional),
+    ("phone", Attach::Optional),
+    ("profile", Attach::Default),
+    ("roles", Attach::Default),
+    ("service_account", Attach::ServiceAccounts),
+    ("web-origins", Attach::Default),
 ];
+
+/// The name of the scope Keycloak attaches to clients with a service account.
+pub const SERVICE_ACCOUNT_SCOPE: &str = "service_account";
+
+/// The mappers of the `service_account` scope: the client's id, host and address from the user session notes.
+fn service_account_mappers() -> Vec<ProtocolMapper> {
+    [
+        ("Client ID", "client_id", "client_id"),
+        ("Client Host", "clientHost", "clientHost"),
+        ("Client IP Address", "clientAddress", "clientAddress"),
+    ]
+    .into_iter()
+    .map(|(name, note, claim)| ProtocolMapper {
+        id: Some(new_id()),
+        name: name.into(),
+        protocol: openid_connect(),
+        protocol_mapper: "oidc-usersessionmodel-note-mapper".into(),
+        consent_required: false,
+        config: BTreeMap::from([
+            ("user.session.note".to_string(), note.to_string()),
+            ("claim.name".to_string(), claim.to_string()),
+            ("jsonType.label".to_string(), "String".to_string()),
+            ("id.token.claim".to_string(), "true".to_string()),
+            ("access.token.claim".to_string(), "true".to_string()),
+            ("introspection.token.claim".to_string(), "true".to_string()),
+        ]),
+    })
+    .collect()
+}
 
 /// Everything the emulator knows.
 #[derive(Debug)]
@@ -111,12 +152,22 @@ impl Store {
             default_optional_scopes: Vec::new(),
             authz: Authz::default(),
         };
-        for (scope, default) in BUILTIN_SCOPES {
+        for (scope, attach) in BUILTIN_SCOPES {
             let id = new_id();
-            let include = if matches!(*scope, "acr" | "basic" | "roles" | "web-origins") {
+            let hidden = matches!(
+                *scope,
+                "acr" | "basic" | "roles" | "web-origins" | SERVICE_ACCOUNT_SCOPE
+            );
+            let include = if hidden { "false" } else { "true" };
+            let consent = if *scope == SERVICE_ACCOUNT_SCOPE {
                 "false"
             } else {
                 "true"
+            };
+            let protocol_mappers = if *scope == SERVICE_ACCOUNT_SCOPE {
+                service_account_mappers()
+            } else {
+                Vec::new()
             };
             realm.client_scopes.insert(
                 id.clone(),
@@ -127,15 +178,15 @@ impl Store {
                     protocol: openid_connect(),
                     attributes: BTreeMap::from([
                         ("include.in.token.scope".to_string(), include.to_string()),
-                        ("display.on.consent.screen".to_string(), "true".to_string()),
+                        ("display.on.consent.screen".to_string(), consent.to_string()),
                     ]),
-                    protocol_mappers: Vec::new(),
+                    protocol_mappers,
                 },
             );
-            if *default {
-                realm.default_default_scopes.push(id);
-            } else {
-                realm.default_optional_scopes.push(id);
+            match attach {
+                Attach::Default => realm.default_default_scopes.push(id),
+                Attach::Optional => realm.default_optional_scopes.push(id),
+                Attach::ServiceAccounts => {}
             }
         }
         let mut admin_cli = ClientSettings::defaults("admin-cli");

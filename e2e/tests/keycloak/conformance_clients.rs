@@ -48,6 +48,57 @@ async fn a_bare_client_gets_keycloak_defaults() {
     );
 }
 
+// Keycloak 26's built-in realm scopes, `service_account` (26.1+) among them: not a realm default, hidden from the
+// token's scope claim and the consent screen, with its three session-note mappers.
+#[tokio::test]
+async fn the_realm_starts_with_keycloak_26_client_scopes() {
+    let kc = start().await;
+    let token = admin_token(&kc).await;
+    let scopes = get_json(&kc, &token, "/client-scopes").await;
+    let mut names: Vec<&str> = scopes
+        .as_array()
+        .expect("array")
+        .iter()
+        .filter_map(|s| s["name"].as_str())
+        .collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "acr",
+            "address",
+            "basic",
+            "email",
+            "microprofile-jwt",
+            "offline_access",
+            "organization",
+            "phone",
+            "profile",
+            "roles",
+            "service_account",
+            "web-origins"
+        ]
+    );
+    let service_account = scopes
+        .as_array()
+        .expect("array")
+        .iter()
+        .find(|s| s["name"] == "service_account")
+        .expect("service_account");
+    assert_eq!(service_account["protocol"], "openid-connect");
+    assert_eq!(service_account["attributes"]["include.in.token.scope"], "false");
+    assert_eq!(service_account["attributes"]["display.on.consent.screen"], "false");
+    let mut claims: Vec<&str> = service_account["protocolMappers"]
+        .as_array()
+        .expect("mappers")
+        .iter()
+        .filter(|m| m["protocolMapper"] == "oidc-usersessionmodel-note-mapper")
+        .filter_map(|m| m["config"]["claim.name"].as_str())
+        .collect();
+    claims.sort_unstable();
+    assert_eq!(claims, ["clientAddress", "clientHost", "client_id"]);
+}
+
 // A4 "GET /clients?clientId=X" is exact; search=true makes it a case-insensitive substring; 409 on duplicates.
 #[tokio::test]
 async fn client_lookup_is_exact_and_duplicates_conflict() {
@@ -100,6 +151,45 @@ async fn client_validation_and_side_effects() {
     let secret = get_json(&kc, &token, &format!("/clients/{id}/client-secret")).await;
     assert_eq!(secret, json!({ "type": "secret", "value": "given-secret" }));
     assert!(kc.hooks().user_id(REALM, "service-account-svc").is_some());
+    // Keycloak 26.1+: a client with a service account gets the `service_account` scope as a default scope, and
+    // loses it when the service account is turned off.
+    let defaults = |client: Value| {
+        let mut names: Vec<String> = client["defaultClientScopes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s.as_str().map(str::to_string))
+            .collect();
+        names.sort();
+        json!(names)
+    };
+    let svc = get_json(&kc, &token, &format!("/clients/{id}")).await;
+    assert_eq!(
+        defaults(svc),
+        json!([
+            "acr",
+            "basic",
+            "email",
+            "profile",
+            "roles",
+            "service_account",
+            "web-origins"
+        ])
+    );
+    let off = admin(
+        &kc,
+        &token,
+        Method::PUT,
+        &format!("/clients/{id}"),
+        Some(json!({ "serviceAccountsEnabled": false })),
+    )
+    .await;
+    assert_eq!(off.status(), 204);
+    let svc = get_json(&kc, &token, &format!("/clients/{id}")).await;
+    assert_eq!(
+        defaults(svc),
+        json!(["acr", "basic", "email", "profile", "roles", "web-origins"])
+    );
     let public = create_client(&kc, &token, json!({ "clientId": "pub", "publicClient": true })).await;
     assert_eq!(
         get_json(&kc, &token, &format!("/clients/{public}/client-secret")).await,
