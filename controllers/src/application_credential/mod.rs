@@ -16,6 +16,7 @@ pub mod credential;
 pub mod deletion;
 pub mod endpoint;
 pub mod error;
+pub mod metrics;
 pub mod password;
 pub mod pending;
 pub mod reconcile;
@@ -68,17 +69,13 @@ pub struct KeystoneApplicationCredentialSettings {
     pub test_clock_offset_seconds: i64,
 }
 
-/// Metric: when each credential expires (for alerts on credentials that were not rotated in time).
-pub const EXPIRY_GAUGE: &str = "keystone_application_credential_expiry_timestamp_seconds";
-/// Metric: when each credential becomes due for rotation (`expiresAt` minus `gracePeriodDays`).
-pub const ROTATION_GAUGE: &str = "keystone_application_credential_rotation_eligible_timestamp_seconds";
-
 /// The controller: its Keystone client, token scope, fallback endpoint and clock.
 pub struct ApplicationCredentialController {
     keystone: KeystoneClient,
     scope: credential::Scope,
     fallback_endpoint: Option<Endpoint>,
     clock: Arc<dyn Clock>,
+    metrics: metrics::CredentialMetrics,
 }
 
 impl ApplicationCredentialController {
@@ -95,6 +92,7 @@ impl ApplicationCredentialController {
             request_timeout: settings.request_timeout.max(Duration::from_secs(1)),
             ..HttpSettings::default()
         };
+        let counters = metrics::CredentialMetrics::new(metrics.as_ref()).map_err(|e| invalid(e.to_string()))?;
         let keystone = KeystoneClient::new(http, metrics).map_err(|e| invalid(e.to_string()))?;
         let fallback_endpoint = settings
             .fallback_url
@@ -118,6 +116,7 @@ impl ApplicationCredentialController {
             },
             fallback_endpoint,
             clock,
+            metrics: counters,
         })
     }
 }
@@ -134,31 +133,10 @@ impl Reconciler for ApplicationCredentialController {
         framework::status::ready_condition::<Self>(obj)
     }
 
-    const OBJECT_GAUGES: &'static [(&'static str, &'static str)] = &[
-        (
-            EXPIRY_GAUGE,
-            "Unix time at which the current application credential expires in Keystone",
-        ),
-        (
-            ROTATION_GAUGE,
-            "Unix time from which the current application credential is due for rotation",
-        ),
-    ];
+    const OBJECT_GAUGES: &'static [(&'static str, &'static str)] = metrics::OBJECT_GAUGES;
 
     fn object_gauges(obj: &Self::Resource) -> Vec<ObjectGauge> {
-        let status = obj.status.as_ref();
-        let at = |time: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>| {
-            // Whole seconds since the epoch fit an f64 exactly.
-            #[allow(clippy::cast_precision_loss)]
-            time.map(|t| t.0.as_second() as f64)
-        };
-        [
-            (EXPIRY_GAUGE, at(status.and_then(|s| s.expires_at.as_ref()))),
-            (ROTATION_GAUGE, at(status.and_then(|s| s.rotation_eligible_at.as_ref()))),
-        ]
-        .into_iter()
-        .filter_map(|(family, value)| value.map(|value| ObjectGauge { family, value }))
-        .collect()
+        metrics::object_gauges(obj, jiff::Timestamp::now())
     }
 
     fn finalizer(&self) -> Option<FinalizerSpec> {
@@ -188,7 +166,10 @@ impl Reconciler for ApplicationCredentialController {
     }
 
     async fn cleanup(&self, obj: Arc<Self::Resource>, ctx: &Context) -> Result<(), Self::Error> {
-        deletion::release_secrets(&obj, ctx).await
+        deletion::release_secrets(&obj, ctx).await?;
+        self.metrics
+            .forget(&obj.namespace().unwrap_or_default(), &obj.name_any());
+        Ok(())
     }
 }
 

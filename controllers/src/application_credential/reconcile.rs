@@ -93,7 +93,12 @@ pub async fn reconcile(
                 field_manager: &ctx.field_manager,
             };
             match minter.mint(&ac, &keystone).await {
-                Ok(new) => minted = Some((reason, new)),
+                Ok(new) => {
+                    let spec_changed = ac.status.as_ref().and_then(|s| s.observed_generation) != ac.meta().generation;
+                    let label = reason.metric_label(spec_changed);
+                    controller.metrics.created(&namespace, &ac.name_any(), label);
+                    minted = Some((reason, new));
+                }
                 Err(error) => return report(controller, &ac, ctx, error, Some(&keystone), now).await,
             }
         }

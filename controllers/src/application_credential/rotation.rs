@@ -19,8 +19,11 @@ pub enum RotationReason {
     SecurityFieldsChanged,
     /// The Secret holding the current credential is gone or being deleted.
     SecretMissing,
-    /// The grace period before expiry has started (or `status.expiresAt` was patched into the past).
+    /// The grace period before expiry has started on the schedule the operator published.
     Due,
+    /// `status.expiresAt` was moved by hand (the documented way to rotate now): it lies before the credential's
+    /// creation, or the rotation time the operator published has not come yet.
+    Manual,
 }
 
 impl RotationReason {
@@ -31,6 +34,20 @@ impl RotationReason {
             RotationReason::SecurityFieldsChanged => "roles, access rules or unrestricted changed",
             RotationReason::SecretMissing => "the Secret of the current credential is missing",
             RotationReason::Due => "the rotation time was reached",
+            RotationReason::Manual => "status.expiresAt was moved into the past",
+        }
+    }
+
+    /// The `reason` label of `keystone_application_credentials_created_total`; a `gracePeriodDays` change that
+    /// makes the credential due at once counts as a spec change.
+    pub fn metric_label(self, spec_changed: bool) -> &'static str {
+        match self {
+            RotationReason::Initial => "initial",
+            RotationReason::SecurityFieldsChanged => "spec_change",
+            RotationReason::SecretMissing => "secret_lost",
+            RotationReason::Due | RotationReason::Manual if spec_changed => "spec_change",
+            RotationReason::Due => "expiry",
+            RotationReason::Manual => "manual",
         }
     }
 
@@ -130,8 +147,23 @@ pub fn rotation_needed(
     }
     match &status.expires_at {
         Some(expires_at) if now < rotation_eligible_at(expires_at.0, spec.grace_period_days) => None,
+        Some(expires_at) if moved_by_hand(status, expires_at.0, now) => Some(RotationReason::Manual),
         _ => Some(RotationReason::Due),
     }
+}
+
+/// Whether a due `expires_at` was set by someone else than the operator: no credential it mints expires before
+/// it was created, and the rotation time it published last is still ahead.
+fn moved_by_hand(status: &KeystoneApplicationCredentialStatus, expires_at: Timestamp, now: Timestamp) -> bool {
+    let before_creation = status
+        .created_at
+        .as_ref()
+        .is_some_and(|created| expires_at <= created.0);
+    let published_ahead = status
+        .rotation_eligible_at
+        .as_ref()
+        .is_some_and(|eligible| now < eligible.0);
+    before_creation || published_ahead
 }
 
 /// The barbican credential of the samples (a year, rotated half-way), for unit tests.
@@ -205,13 +237,25 @@ mod tests {
     }
 
     #[test]
-    fn expiry_patched_into_the_past_rotates() {
+    fn expiry_patched_into_the_past_rotates_as_a_manual_rotation() {
         let s = spec();
-        let status = current(&s, "2001-05-19T00:00:00Z");
+        let mut status = current(&s, "2001-05-19T00:00:00Z");
+        status.created_at = Some(Time(t("2025-05-01T00:00:00Z")));
         assert_eq!(
             rotation_needed(&s, Some(&status), SecretPresence::Present, t("2025-06-01T00:00:00Z")),
-            Some(RotationReason::Due)
+            Some(RotationReason::Manual)
         );
+        // Moved to a time after the creation but before the published rotation time: manual too.
+        let mut status = current(&s, "2025-06-01T00:00:00Z");
+        status.created_at = Some(Time(t("2025-05-01T00:00:00Z")));
+        status.rotation_eligible_at = Some(Time(t("2025-10-30T00:00:00Z")));
+        assert_eq!(
+            rotation_needed(&s, Some(&status), SecretPresence::Present, t("2025-06-01T00:00:00Z")),
+            Some(RotationReason::Manual)
+        );
+        assert_eq!(RotationReason::Manual.metric_label(false), "manual");
+        assert_eq!(RotationReason::Manual.metric_label(true), "spec_change");
+        assert_eq!(RotationReason::Due.metric_label(false), "expiry");
     }
 
     #[test]

@@ -81,11 +81,26 @@ async fn patching_expires_at_into_the_past_rotates_and_keeps_the_old_secret_work
     let note = rotated.note.unwrap_or_default();
     assert!(note.contains(&second_id) && note.contains(&first_secret), "{note}");
     assert_eq!(rotated.type_.as_deref(), Some("Normal"));
+
+    // Prometheus sees one credential per cause, and the next rotation months ahead.
+    assert_eq!(world.credentials_created("initial").await, 1);
+    assert_eq!(world.credentials_created("manual").await, 1);
+    assert_eq!(world.credentials_created("expiry").await, 0);
+    let until = world.seconds_until_rotation().await.expect("seconds until rotation");
+    let expected = second
+        .rotation_eligible_at
+        .expect("rotationEligibleAt")
+        .0
+        .duration_since(Timestamp::now());
+    assert!(
+        (until - expected.as_secs_f64()).abs() < 30.0,
+        "seconds until rotation {until}, expected about {expected}"
+    );
 }
 
 #[tokio::test]
 async fn changing_roles_or_access_rules_rotates_but_changing_expiration_days_does_not() {
-    let world = World::start(Setup {
+    let mut world = World::start(Setup {
         user_roles: &["service", "reader"],
         ..Setup::default()
     })
@@ -171,6 +186,8 @@ async fn changing_roles_or_access_rules_rotates_but_changing_expiration_days_doe
     assert_eq!(keystone["access_rules"][0]["service"], json!("key-manager"));
     assert_eq!(world.keystone_credentials().await.len(), 3);
     assert_eq!(third.previous_secret_name, second.secret_name);
+    assert_eq!(world.credentials_created("initial").await, 1);
+    assert_eq!(world.credentials_created("spec_change").await, 2);
 }
 
 #[tokio::test]
@@ -215,6 +232,9 @@ async fn a_credential_rotates_on_its_own_exactly_at_rotation_eligible_at() {
         .assert_secret_authenticates(rotated.secret_name.as_deref().expect("secretName"))
         .await;
     assert_eq!(world.keystone_credentials().await.len(), 2);
+    // The restarted manager minted exactly one credential, on schedule.
+    assert_eq!(world.credentials_created("expiry").await, 1);
+    assert_eq!(world.credentials_created("manual").await, 0);
 }
 
 #[tokio::test]
@@ -222,7 +242,7 @@ async fn deleting_the_current_secret_rotates_at_once_through_a_metadata_only_sec
     use kube::api::DeleteParams;
     use kube_emulator::ResponseForm;
 
-    let world = World::start(Setup::default()).await;
+    let mut world = World::start(Setup::default()).await;
     world.apply_credential(&["service"], "").await;
     let first = world.wait_ready(None).await.status.expect("status");
     let first_id = first.ac_id.clone().expect("acID");
@@ -250,4 +270,5 @@ async fn deleting_the_current_secret_rotates_at_once_through_a_metadata_only_sec
         0,
         "a Secret watch asked for full objects"
     );
+    assert_eq!(world.credentials_created("secret_lost").await, 1);
 }

@@ -350,6 +350,33 @@ impl World {
         metrics::sum(&metrics, "external_api_requests_total", &[("api", "keystone")])
     }
 
+    /// Credentials the manager minted for the test's credential for `reason`, from
+    /// `keystone_application_credentials_created_total`.
+    pub async fn credentials_created(&mut self, reason: &str) -> u64 {
+        let namespace = self.namespace.clone();
+        let metrics = self.manager().metrics().await;
+        metrics::sum(
+            &metrics,
+            "keystone_application_credentials_created_total",
+            &[("namespace", &namespace), ("name", CREDENTIAL), ("reason", reason)],
+        )
+    }
+
+    /// The manager's `keystone_application_credential_seconds_until_rotation` for the test's credential.
+    pub async fn seconds_until_rotation(&mut self) -> Option<f64> {
+        let namespace = self.namespace.clone();
+        let metrics = self.manager().metrics().await;
+        let labels = format!("{{name=\"{CREDENTIAL}\",namespace=\"{namespace}\"}}");
+        metrics
+            .lines()
+            .find_map(|line| {
+                line.strip_prefix(&format!(
+                    "keystone_application_credential_seconds_until_rotation{labels} "
+                ))
+            })
+            .and_then(|value| value.trim().parse().ok())
+    }
+
     /// Reconciles the manager finished so far.
     pub async fn reconciles(&mut self) -> u64 {
         self.manager().reconciles(CONTROLLER).await
