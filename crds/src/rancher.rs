@@ -308,6 +308,10 @@ pub struct RoleBindingStatus {
     /// Keycloak id of the group (cleanup and membership use it, not the name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keycloak_group_id: Option<String>,
+    /// Keycloak id of the group a `parentGroupName` change replaced, recorded until its removal succeeds so a
+    /// failed removal is retried rather than forgotten.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaced_keycloak_group_id: Option<String>,
     /// Rancher id of the role template binding (`<namespace>:prtb-…` or `<clusterId>:crtb-…`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rancher_binding_id: Option<String>,

@@ -168,6 +168,20 @@ impl Cleanup<'_> {
                 Ok(Removal::Gone) => {}
                 Err(error) => self.failed("remove group", error),
             }
+            let replaced = entries
+                .iter()
+                .filter(|e| e.group_name == entry.group_name)
+                .find_map(|e| e.replaced_keycloak_group_id.clone());
+            if let Some(old) = replaced {
+                match groups::remove_replaced(realm, &old, &entry.group_name, &managed).await {
+                    Ok(Removal::Gone) => {}
+                    Ok(_) => self.done.push(format!(
+                        "Keycloak group {} replaced by a parent change",
+                        entry.group_name
+                    )),
+                    Err(error) => self.failed("remove replaced group", error),
+                }
+            }
         }
         let Some(parent_name) = parent_name else { return };
         if cluster_scope::uses_parent(&self.others, &parent_name) {

@@ -37,6 +37,8 @@ pub struct GroupsDone {
     pub usable: bool,
     /// Groups created by this pass (they have no members to list yet).
     pub created: BTreeSet<String>,
+    /// Groups a parent change replaced whose removal failed in this pass, by name: their ids stay recorded.
+    pub replaced: BTreeMap<String, String>,
 }
 
 /// The Rancher binding side after step 4.

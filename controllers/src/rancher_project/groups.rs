@@ -10,6 +10,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use framework::conditions::ConditionUpdate;
+
+use super::desired::Desired;
 use super::error::MrpError;
 use super::reconcile::Pass;
 use super::status::{KEYCLOAK_GROUPS_READY, MEMBERSHIP_SYNCED};
@@ -62,6 +65,32 @@ pub async fn ensure_group(
         Some(parent) => realm.ensure_child_group(parent, name, &attributes).await,
         None => realm.ensure_top_level_group(name, &attributes).await,
     }
+}
+
+/// The attributes `group` should have when its description no longer follows the spec: `None` when it does, or
+/// when the group is not one this object created (a group someone else made keeps their description).
+pub fn described(group: &Group, description: &str, owner: &str) -> Option<BTreeMap<String, Vec<String>>> {
+    let created_here = group
+        .attributes
+        .get(OWNER_ATTRIBUTE)
+        .is_some_and(|values| values.iter().any(|v| v == owner));
+    let current = group.attributes.get("description").and_then(|values| values.first());
+    if !is_managed(group) || !created_here || current.is_some_and(|c| c == description) {
+        return None;
+    }
+    let mut attributes = group.attributes.clone();
+    attributes.insert("description".to_string(), vec![description.to_string()]);
+    Some(attributes)
+}
+
+/// The reason of the Keycloak conditions while the operator has no Keycloak.
+pub const KEYCLOAK_NOT_CONFIGURED: &str = "KeycloakNotConfigured";
+
+/// The groups (comma-separated) and how many members the spec asks Keycloak for.
+fn unmanaged(desired: &Desired) -> (String, usize) {
+    let names: Vec<&str> = desired.groups.iter().map(|g| g.name.as_str()).collect();
+    let members = desired.groups.iter().map(|g| g.members.len()).sum();
+    (names.join(", "), members)
 }
 
 /// Finds a group that is no longer wanted: by its recorded id, else by name under the parent (or at the top).
@@ -212,14 +241,23 @@ impl Pass<'_> {
                 self.report
                     .ok(MEMBERSHIP_SYNCED, "NoMembers", "no role bindings ask for members");
             } else {
-                self.report.fail(
+                // Not a failure of the project: its Rancher side is complete, and the conditions say exactly
+                // which Keycloak parts nobody manages.
+                let (groups, members) = unmanaged(desired);
+                let missing = "Keycloak is not configured in the operator (manager flag --rancher-keycloak-url)";
+                self.report.record(ConditionUpdate::failed(
                     KEYCLOAK_GROUPS_READY,
-                    MrpError::NotConfigured {
-                        system: "Keycloak",
-                        flag: "--rancher-keycloak-url",
-                    },
-                );
-                self.report.wait(MEMBERSHIP_SYNCED, "waiting for the Keycloak groups");
+                    KEYCLOAK_NOT_CONFIGURED,
+                    format!(
+                        "{missing}: Keycloak group(s) {groups} are not created; the Rancher bindings to them are in \
+                         place"
+                    ),
+                ));
+                self.report.record(ConditionUpdate::failed(
+                    MEMBERSHIP_SYNCED,
+                    KEYCLOAK_NOT_CONFIGURED,
+                    format!("{missing}: {members} member(s) listed in the role bindings are not added"),
+                ));
             }
             return;
         };
@@ -263,6 +301,17 @@ impl Pass<'_> {
                         created.insert(plan.name.clone());
                         self.report
                             .note("GroupCreated", format!("created the Keycloak group {}", plan.name));
+                    } else if let Some(attributes) = described(&ensured.value, &plan.description, &owner) {
+                        match realm.set_group_attributes(&ensured.value, &attributes).await {
+                            Ok(()) => self.report.note(
+                                "GroupUpdated",
+                                format!("updated the description of the Keycloak group {}", plan.name),
+                            ),
+                            Err(error) => {
+                                tracing::warn!(group = %plan.name, %error, "could not update a group's description");
+                                group_error.get_or_insert(error.into());
+                            }
+                        }
                     }
                     done.ids.insert(plan.name.clone(), ensured.value.id);
                 }
@@ -291,6 +340,23 @@ impl Pass<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_this_objects_groups_follow_the_description() {
+        let mut attributes = attributes("old words");
+        attributes.insert(OWNER_ATTRIBUTE.into(), vec!["team/mrp".into()]);
+        let group = Group {
+            id: "g".into(),
+            name: "rp_x_project_member".into(),
+            attributes,
+            ..Group::default()
+        };
+        let updated = described(&group, "new words", "team/mrp").expect("an update");
+        assert_eq!(updated["description"], vec!["new words".to_string()]);
+        assert_eq!(updated[MANAGED_BY_ATTRIBUTE], vec![MANAGED_BY.to_string()]);
+        assert_eq!(described(&group, "old words", "team/mrp"), None);
+        assert_eq!(described(&group, "new words", "other/mrp"), None);
+    }
 
     #[test]
     fn only_groups_with_the_marker_are_ours() {

@@ -157,6 +157,18 @@ pub fn managed_ids<'a>(
         .collect()
 }
 
+/// The ids of groups named `group` that a parent change replaced by `current`: the one still waiting for its
+/// removal, and one recorded as the group's id before the change.
+fn replaced_ids(previous: &[&RoleBindingStatus], group: &str, current: &str) -> BTreeSet<String> {
+    previous
+        .iter()
+        .filter(|e| e.group_name == group)
+        .flat_map(|e| [e.replaced_keycloak_group_id.clone(), e.keycloak_group_id.clone()])
+        .flatten()
+        .filter(|id| id != current && !id.is_empty())
+        .collect()
+}
+
 impl Pass<'_> {
     /// Step 5: the members of each group that exists.
     pub async fn members(&mut self) {
@@ -185,13 +197,9 @@ impl Pass<'_> {
             };
             let managed = managed_ids(previous_entries.iter().copied(), &plan.name);
             // A group recorded under another id that still exists was left behind by a parent change: it carries
-            // the same name, so the same Rancher principal, and must not keep its members.
-            let recorded = previous_entries
-                .iter()
-                .filter(|e| e.group_name == plan.name)
-                .find_map(|e| e.keycloak_group_id.clone())
-                .filter(|old| *old != group_id);
-            if let Some(old) = recorded {
+            // the same name, so the same Rancher principal, and must not keep its members. Its id stays recorded
+            // until the removal succeeds.
+            for old in replaced_ids(&previous_entries, &plan.name, &group_id) {
                 match groups::remove_replaced(realm, &old, &plan.name, &managed).await {
                     Ok(Removal::Gone) => {}
                     Ok(_) => self.report.note(
@@ -201,7 +209,11 @@ impl Pass<'_> {
                             plan.name
                         ),
                     ),
-                    Err(error) => self.report.fail(KEYCLOAK_GROUPS_READY, error),
+                    Err(error) => {
+                        tracing::warn!(group = %plan.name, %error, "could not remove the group a parent change replaced");
+                        done.replaced.insert(plan.name.clone(), old);
+                        self.report.fail(KEYCLOAK_GROUPS_READY, error);
+                    }
                 }
             }
             // A group made just now has no members: no need to list them.

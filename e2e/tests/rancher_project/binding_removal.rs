@@ -195,3 +195,120 @@ async fn a_binding_someone_else_made_is_used_but_never_deleted() {
         "the hand-made binding stays"
     );
 }
+
+#[tokio::test]
+async fn a_failed_removal_of_the_replaced_group_is_recorded_and_retried_until_done() {
+    use keycloak_emulator::Fault;
+
+    let world = World::start(Setup::default()).await;
+    let rp = "4646dddd4b2c4e7f9a0b1c2d3e4f5a6b";
+    let group = group_name(rp, "project_member");
+    let mut spec = writer_spec("Retried move", rp, vec![binding(&group, "project-member", &["alice"])]);
+    world.write("retried-4646dddd", spec.clone(), writer_labels(rp)).await;
+    world.wait_ready("retried-4646dddd").await;
+    let old_id = world
+        .env
+        .keycloak
+        .hooks()
+        .group_id("waldur", &group_path(&group))
+        .expect("the group under the first parent");
+
+    // Keycloak refuses to delete groups while the parent changes: the old group stays, and so does its record.
+    let fault = world
+        .env
+        .keycloak
+        .hooks()
+        .add_fault(Fault::on("DELETE", "/admin/realms/{realm}/groups/{id}").status(500));
+    spec["keycloak"]["parentGroupName"] = serde_json::json!("c_retried");
+    world.write("retried-4646dddd", spec, writer_labels(rp)).await;
+    let waiting = world
+        .wait_for("retried-4646dddd", "the replaced group recorded", |o| {
+            binding_status(o, &group).is_some_and(|b| b["replacedKeycloakGroupId"] == old_id.as_str())
+                && crate::support::condition(o, "KeycloakGroupsReady").is_some_and(|c| c["status"] == "False")
+        })
+        .await;
+    assert!(
+        world.group_exists(&group_path(&group)),
+        "the delete failed: the group is still there"
+    );
+    assert_ne!(
+        binding_status(&waiting, &group).expect("entry")["keycloakGroupId"],
+        old_id.as_str(),
+        "the entry already names the new group"
+    );
+
+    // Once Keycloak accepts deletes again, the retry removes the old group and forgets it.
+    assert!(world.env.keycloak.hooks().remove_fault(fault));
+    world
+        .wait_for("retried-4646dddd", "the replaced group removed", |o| {
+            crate::support::is_ready(o)
+                && binding_status(o, &group).is_some_and(|b| b.get("replacedKeycloakGroupId").is_none())
+        })
+        .await;
+    assert!(!world.group_exists(&group_path(&group)), "the old group is gone");
+    assert_eq!(
+        world.env.keycloak.hooks().user_group_paths("waldur", "alice"),
+        vec![format!("/c_retried/{group}")]
+    );
+}
+
+#[tokio::test]
+async fn a_changed_binding_description_is_written_to_the_group_this_object_created() {
+    let world = World::start(Setup::default()).await;
+    let rp = "4747dddd4b2c4e7f9a0b1c2d3e4f5a6b";
+    let group = group_name(rp, "project_member");
+    let described = |words: &str| {
+        let mut entry = binding(&group, "project-member", &["alice"]);
+        entry["description"] = serde_json::json!(words);
+        entry
+    };
+    let description = || {
+        let tree = world.env.keycloak.hooks().group_tree("waldur");
+        tree.iter()
+            .flat_map(|parent| parent.children.iter())
+            .find(|g| g.name == group)
+            .and_then(|g| g.attributes.get("description").and_then(|d| d.first().cloned()))
+    };
+    world
+        .write(
+            "described-4747dddd",
+            writer_spec("Described", rp, vec![described("Members of the first team")]),
+            writer_labels(rp),
+        )
+        .await;
+    world.wait_ready("described-4747dddd").await;
+    assert_eq!(description().as_deref(), Some("Members of the first team"));
+
+    world.reset_counters();
+    world
+        .write(
+            "described-4747dddd",
+            writer_spec("Described", rp, vec![described("Members of the renamed team")]),
+            writer_labels(rp),
+        )
+        .await;
+    wait_state("the new description in Keycloak", || match description() {
+        Some(words) if words == "Members of the renamed team" => Ok(()),
+        other => Err(format!("description {other:?}")),
+    })
+    .await;
+    world.wait_ready("described-4747dddd").await;
+    let breakdown = world.keycloak_breakdown();
+    assert_eq!(
+        breakdown.get("PUT /admin/realms/{realm}/groups/{id}").copied(),
+        Some(1),
+        "one group update: {breakdown:?}"
+    );
+    let attributes = world
+        .env
+        .keycloak
+        .hooks()
+        .group_tree("waldur")
+        .iter()
+        .flat_map(|parent| parent.children.clone())
+        .find(|g| g.name == group)
+        .expect("group")
+        .attributes;
+    assert_eq!(attributes["managed_by"], vec!["rancher-keycloak-operator".to_string()]);
+    assert_eq!(attributes["waldur.io/owner"].len(), 1, "the owner record is kept");
+}
