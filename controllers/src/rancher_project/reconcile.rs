@@ -220,10 +220,17 @@ impl<'a> Pass<'a> {
         let mut update = status::begin(mrp, plan.now);
         update.status = status::records(mrp, &plan.previous, &plan.desired, std::mem::take(&mut self.done));
         let applicable = status::applicable(plan.desired.manages_access());
-        status::set_conditions(&mut update, self.report.take_conditions(), &applicable);
+        let required = status::required_for_ready(&applicable, plan.controller.keycloak.is_some());
+        status::set_conditions(&mut update, self.report.take_conditions(), &applicable, &required);
         let persistent = self.report.has_persistent_failure();
         let error_after = plan.controller.settings.error_after;
-        update.status.phase = Some(status::phase(&update.status, persistent, plan.now, error_after));
+        update.status.phase = Some(status::phase(
+            &update.status,
+            &required,
+            persistent,
+            plan.now,
+            error_after,
+        ));
         status::stamp(&plan.previous, &mut update.status, plan.now);
         let object = mrp.object_ref(&());
         for (reason, note) in &self.report.notes {

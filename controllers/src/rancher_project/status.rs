@@ -24,7 +24,7 @@ use kube::Resource;
 
 use super::RancherProjectController;
 use super::desired::{BindingKey, Desired};
-use super::found::{Done, Synced};
+use super::found::{Done, GroupsDone};
 
 /// Condition: the Rancher project exists (created or adopted) with the spec's name, description, annotations.
 pub const RANCHER_PROJECT_READY: &str = "RancherProjectReady";
@@ -47,6 +47,17 @@ pub fn applicable(manages_access: bool) -> Vec<&'static str> {
     types
 }
 
+/// The sub-conditions `Ready` requires, of those that apply: without Keycloak in the operator, the Keycloak ones
+/// are shown (saying what is not managed) but do not hold the project back, as the original operator skipped
+/// its Keycloak steps.
+pub fn required_for_ready(applicable: &[&'static str], keycloak_configured: bool) -> Vec<&'static str> {
+    applicable
+        .iter()
+        .copied()
+        .filter(|type_| keycloak_configured || !matches!(*type_, KEYCLOAK_GROUPS_READY | MEMBERSHIP_SYNCED))
+        .collect()
+}
+
 /// Whole seconds: what the API server stores for timestamps, so what the next reconcile compares against.
 pub fn to_seconds(at: Timestamp) -> Timestamp {
     Timestamp::from_second(at.as_second()).unwrap_or(at)
@@ -62,8 +73,13 @@ pub fn begin(mrp: &ManagedRancherProject, now: Timestamp) -> StatusBuilder {
 
 /// Sets the sub-conditions in `updates` (applicable ones not mentioned become Unknown if absent), drops
 /// condition types that do not apply (including the original operator's `Reconciled` and `NamespaceReady`) and
-/// derives `Ready`.
-pub fn set_conditions(update: &mut StatusBuilder, updates: Vec<ConditionUpdate>, applicable: &[&str]) {
+/// derives `Ready` from the `required` ones.
+pub fn set_conditions(
+    update: &mut StatusBuilder,
+    updates: Vec<ConditionUpdate>,
+    applicable: &[&str],
+    required: &[&str],
+) {
     update.keep_only(applicable);
     for type_ in applicable {
         let condition = updates.iter().find(|u| u.type_ == *type_).cloned().or_else(|| {
@@ -75,8 +91,16 @@ pub fn set_conditions(update: &mut StatusBuilder, updates: Vec<ConditionUpdate>,
             update.set(condition);
         }
     }
-    let message = ready_message(&update.status);
-    update.derive_ready(applicable, Some(message));
+    let mut message = ready_message(&update.status);
+    if let Some(skipped) = applicable
+        .iter()
+        .find(|type_| !required.contains(type_))
+        .and_then(|type_| conditions::get(update.conditions(), type_))
+        .filter(|c| c.status == Status::False.as_str())
+    {
+        message.push_str(&format!("; not managed: {}", skipped.message));
+    }
+    update.derive_ready(required, Some(message));
 }
 
 fn ready_message(status: &ManagedRancherProjectStatus) -> String {
@@ -101,12 +125,19 @@ fn ready_message(status: &ManagedRancherProjectStatus) -> String {
 
 /// The phase, from the conditions just set. `persistent` is true when this pass failed in a way retrying will
 /// not fix; a failing condition that has been False for longer than `error_after` counts as persistent too.
-pub fn phase(status: &ManagedRancherProjectStatus, persistent: bool, now: Timestamp, error_after: Duration) -> Phase {
+/// Only the conditions `Ready` requires count.
+pub fn phase(
+    status: &ManagedRancherProjectStatus,
+    required: &[&str],
+    persistent: bool,
+    now: Timestamp,
+    error_after: Duration,
+) -> Phase {
     let error_after = SignedDuration::try_from(error_after).unwrap_or(SignedDuration::MAX);
     let lasting = status
         .conditions
         .iter()
-        .filter(|c| c.type_ != READY)
+        .filter(|c| c.type_ != READY && required.contains(&c.type_.as_str()))
         .any(|c| c.status == Status::False.as_str() && now.duration_since(c.last_transition_time.0) >= error_after);
     if persistent || lasting {
         Phase::Error
@@ -225,6 +256,7 @@ fn same_records(a: &RoleBindingStatus, b: &RoleBindingStatus) -> bool {
         e.synced_members.iter().map(|m| member_key(m).to_string()).collect()
     };
     a.keycloak_group_id == b.keycloak_group_id
+        && a.replaced_keycloak_group_id == b.replaced_keycloak_group_id
         && a.rancher_binding_id == b.rancher_binding_id
         && members(a) == members(b)
 }
@@ -253,6 +285,10 @@ fn rebase_entries(ours: &mut Vec<RoleBindingStatus>, base: &[RoleBindingStatus],
         };
         if mine.keycloak_group_id.is_none() {
             mine.keycloak_group_id = their.keycloak_group_id.clone();
+        }
+        if mine.replaced_keycloak_group_id.is_none() {
+            // Removing a group that is gone already is a no-op; forgetting one that is not would orphan it.
+            mine.replaced_keycloak_group_id = their.replaced_keycloak_group_id.clone();
         }
         if mine.rancher_binding_id.is_none() {
             mine.rancher_binding_id = their.rancher_binding_id.clone();
@@ -310,9 +346,8 @@ pub fn records(
                 entry(
                     k,
                     &previous.keycloak_role_bindings,
-                    &groups_done.ids,
+                    &groups_done,
                     &bindings_done.project_ids,
-                    &groups_done.members,
                 )
             })
             .chain(project_leftovers)
@@ -326,9 +361,8 @@ pub fn records(
                 entry(
                     k,
                     &previous.cluster_keycloak_role_bindings,
-                    &groups_done.ids,
+                    &groups_done,
                     &bindings_done.cluster_ids,
-                    &groups_done.members,
                 )
             })
             .chain(cluster_leftovers)
@@ -341,9 +375,8 @@ pub fn records(
 fn entry(
     key: &BindingKey,
     previous: &[RoleBindingStatus],
-    group_ids: &BTreeMap<String, String>,
+    groups: &GroupsDone,
     binding_ids: &BTreeMap<BindingKey, String>,
-    members: &BTreeMap<String, Synced>,
 ) -> RoleBindingStatus {
     let before = previous
         .iter()
@@ -355,14 +388,20 @@ fn entry(
         })
         .cloned()
         .unwrap_or_default();
-    let (member_count, synced_members, pending_members) = match members.get(&key.group) {
+    let (member_count, synced_members, pending_members) = match groups.members.get(&key.group) {
         Some(synced) => (synced.member_count, synced.synced.clone(), synced.pending.clone()),
         None => (before.member_count, before.synced_members, before.pending_members),
     };
     RoleBindingStatus {
         group_name: key.group.clone(),
         rancher_role: Some(key.role.clone()),
-        keycloak_group_id: group_ids.get(&key.group).cloned().or(before.keycloak_group_id),
+        keycloak_group_id: groups.ids.get(&key.group).cloned().or(before.keycloak_group_id),
+        // Decided by this pass when it found the group (removed, or still waiting); else as recorded.
+        replaced_keycloak_group_id: if groups.ids.contains_key(&key.group) {
+            groups.replaced.get(&key.group).cloned()
+        } else {
+            before.replaced_keycloak_group_id
+        },
         rancher_binding_id: binding_ids.get(key).cloned().or(before.rancher_binding_id),
         member_count,
         synced_members,
@@ -400,7 +439,7 @@ mod tests {
         .expect("valid object");
         mrp.status = Some(status);
         let mut update = begin(&mrp, t(now));
-        set_conditions(&mut update, updates, applicable);
+        set_conditions(&mut update, updates, applicable, applicable);
         update.status
     }
 
@@ -418,7 +457,13 @@ mod tests {
         let again = after_pass(status.clone(), all_ok(), &applicable(true), "2026-01-01T01:00:00Z");
         assert_eq!(again, status);
         assert_eq!(
-            phase(&again, false, t("2026-01-01T01:00:00Z"), Duration::from_secs(600)),
+            phase(
+                &again,
+                &applicable(true),
+                false,
+                t("2026-01-01T01:00:00Z"),
+                Duration::from_secs(600)
+            ),
             Phase::Ready
         );
     }
@@ -446,11 +491,23 @@ mod tests {
         };
         let mut status = after_pass(initial, updates, &applicable(true), "2026-01-01T00:00:00Z");
         let limit = Duration::from_secs(600);
-        assert_eq!(phase(&status, false, t("2026-01-01T00:05:00Z"), limit), Phase::Updating);
-        assert_eq!(phase(&status, false, t("2026-01-01T00:10:00Z"), limit), Phase::Error);
-        assert_eq!(phase(&status, true, t("2026-01-01T00:00:01Z"), limit), Phase::Error);
+        assert_eq!(
+            phase(&status, &applicable(true), false, t("2026-01-01T00:05:00Z"), limit),
+            Phase::Updating
+        );
+        assert_eq!(
+            phase(&status, &applicable(true), false, t("2026-01-01T00:10:00Z"), limit),
+            Phase::Error
+        );
+        assert_eq!(
+            phase(&status, &applicable(true), true, t("2026-01-01T00:00:01Z"), limit),
+            Phase::Error
+        );
         status.rancher_project_id = None;
-        assert_eq!(phase(&status, false, t("2026-01-01T00:00:01Z"), limit), Phase::Creating);
+        assert_eq!(
+            phase(&status, &applicable(true), false, t("2026-01-01T00:00:01Z"), limit),
+            Phase::Creating
+        );
     }
 
     #[test]

@@ -24,3 +24,4 @@ mod samples;
 mod shared_cluster_bindings;
 mod status_conflict;
 mod validation;
+mod without_keycloak;

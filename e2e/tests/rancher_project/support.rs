@@ -35,6 +35,8 @@ pub struct Setup {
     pub manager_args: Vec<String>,
     /// Start the manager.
     pub manager: bool,
+    /// Give the manager the Keycloak settings (`--rancher-keycloak-*`); without them it runs without Keycloak.
+    pub keycloak: bool,
 }
 
 impl Default for Setup {
@@ -43,6 +45,7 @@ impl Default for Setup {
             users: vec!["alice", "bob", "carol"],
             manager_args: Vec::new(),
             manager: true,
+            keycloak: true,
         }
     }
 }
@@ -55,6 +58,8 @@ pub struct World {
     pub env: ProjectSandbox,
     /// The control plane.
     pub cluster: TestCluster,
+    /// Whether the manager gets the Keycloak settings.
+    pub keycloak: bool,
 }
 
 /// The ManagedRancherProject kind as a dynamic resource (objects are written as the plugin writes them).
@@ -186,6 +191,7 @@ impl World {
             manager: None,
             env,
             cluster,
+            keycloak: setup.keycloak,
         };
         if setup.manager {
             world.start_manager(setup.manager_args).await;
@@ -200,7 +206,13 @@ impl World {
             "--rancher-timeout-seconds=5".to_string(),
             "--rancher-keycloak-timeout-seconds=5".to_string(),
         ];
-        args.extend(self.env.manager_args());
+        let keycloak = self.keycloak;
+        args.extend(
+            self.env
+                .manager_args()
+                .into_iter()
+                .filter(|arg| keycloak || !arg.starts_with("--rancher-keycloak-")),
+        );
         args.extend(extra);
         let options = ManagerOptions::controllers(&[CONTROLLER, "rancherprojectinventory"], None, args);
         self.manager = Some(ManagerProcess::start(&self.cluster, options).await);
