@@ -409,6 +409,17 @@ pub struct RancherFlags {
     )]
     pub rancher_error_after_seconds: u64,
 
+    /// Percent of a project's quota each of its namespaces gets by default (Rancher's namespace default quota;
+    /// 1–100). Whole units (pods, GPUs) are rounded up. 100 is the original operator's behaviour, where the
+    /// first namespace takes the whole quota and the next ones get nothing.
+    #[arg(
+        long = "rancher-namespace-default-quota-percent",
+        env = "RANCHER_NAMESPACE_DEFAULT_QUOTA_PERCENT",
+        default_value_t = 50,
+        value_parser = clap::value_parser!(u8).range(1..=100)
+    )]
+    pub rancher_namespace_default_quota_percent: u8,
+
     /// Rancher cluster ids ManagedRancherProjects and RancherProjectInventories may name (comma-separated; empty
     /// allows every cluster). Defence in depth behind the trusted writer, see docs/trust-model.md.
     #[arg(
@@ -559,6 +570,7 @@ impl RancherFlags {
             resync_interval: seconds(self.rancher_resync_interval_seconds.max(1)),
             authoritative_membership: self.rancher_authoritative_membership,
             error_after: seconds(self.rancher_error_after_seconds),
+            namespace_default_quota_percent: self.rancher_namespace_default_quota_percent,
             policy: self.rancher_policy(),
         }
     }

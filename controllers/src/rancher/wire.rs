@@ -30,6 +30,19 @@ pub const QUOTA_KEYS: [(&str, &str); 13] = [
     ("servicesNodePorts", "services.nodeports"),
 ];
 
+/// The field of a quota `limit` holding extended resources under their Kubernetes names (Rancher v2.14+), e.g.
+/// `{"requests.nvidia.com/gpu": "4"}`; older Rancher versions prune it.
+pub const EXTENDED_QUOTA_FIELD: &str = "extended";
+
+/// Whether a Kubernetes ResourceQuota name is an extended resource (`requests.<domain>/<name>`, e.g.
+/// `requests.nvidia.com/gpu`): Kubernetes allows only the `requests.` form for them, as they cannot be
+/// overcommitted.
+pub fn is_extended_quota_key(resource: &str) -> bool {
+    resource
+        .strip_prefix("requests.")
+        .is_some_and(|name| name.contains('/') && !name.starts_with('/') && !name.ends_with('/'))
+}
+
 /// The norman quota key for a Kubernetes ResourceQuota name (`limits.cpu` → `limitsCpu`); `None` for names
 /// Rancher project quotas cannot express (norman silently drops unknown keys, so they must not be sent).
 pub fn norman_quota_key(resource: &str) -> Option<&'static str> {
@@ -107,16 +120,59 @@ where
     Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
 }
 
-/// `{limit: {limitsCpu: "4", …}}` (the `usedLimit` Rancher adds is read but never sent).
+/// `{limit: {limitsCpu: "4", extended: {"requests.nvidia.com/gpu": "2"}, …}}` (the `usedLimit` Rancher adds is
+/// read but never sent). Both maps hold norman keys and, for extended resources, their Kubernetes names.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct QuotaSpec {
-    /// Quantities by norman key.
-    #[serde(default, deserialize_with = "null_as_default")]
+    /// Quantities by norman key or extended resource name.
+    #[serde(default, deserialize_with = "limit_entries")]
     pub limit: BTreeMap<String, String>,
-    /// What the project's namespaces use, by norman key.
-    #[serde(default, deserialize_with = "null_as_default")]
+    /// What the project's namespaces use, keyed likewise.
+    #[serde(default, deserialize_with = "limit_entries")]
     pub used_limit: BTreeMap<String, String>,
+}
+
+/// Reads a quota `limit` into one map: norman's keys, and the entries of `extended` under their own names.
+fn limit_entries<'de, D>(deserializer: D) -> Result<BTreeMap<String, String>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    let raw: Option<Map<String, Value>> = Option::deserialize(deserializer)?;
+    let mut entries = BTreeMap::new();
+    for (key, value) in raw.unwrap_or_default() {
+        match (key.as_str(), value) {
+            (EXTENDED_QUOTA_FIELD, Value::Object(extended)) => {
+                for (name, amount) in extended {
+                    if let Value::String(amount) = amount {
+                        entries.insert(name, amount);
+                    }
+                }
+            }
+            (_, Value::String(amount)) => {
+                entries.insert(key, amount);
+            }
+            _ => {}
+        }
+    }
+    Ok(entries)
+}
+
+/// A `limit` object for Rancher: extended resource names go under `extended`, `null` values (removals) too.
+fn limit_body(entries: impl IntoIterator<Item = (String, Value)>) -> Value {
+    let mut limit = Map::new();
+    let mut extended = Map::new();
+    for (key, value) in entries {
+        if is_extended_quota_key(&key) {
+            extended.insert(key, value);
+        } else {
+            limit.insert(key, value);
+        }
+    }
+    if !extended.is_empty() {
+        limit.insert(EXTENDED_QUOTA_FIELD.into(), Value::Object(extended));
+    }
+    Value::Object(limit)
 }
 
 /// A project quota and the per-namespace default Rancher requires alongside it (same keys in both).
@@ -200,10 +256,11 @@ pub fn create_project_body(project: &NewProject) -> Value {
     body.insert("annotations".into(), json!(project.annotations));
     body.insert("labels".into(), json!(project.labels));
     if let Some(quotas) = &project.quotas {
-        body.insert("resourceQuota".into(), json!({"limit": quotas.project}));
+        let limit = |entries: &BTreeMap<String, String>| limit_body(entries.iter().map(|(k, v)| (k.clone(), json!(v))));
+        body.insert("resourceQuota".into(), json!({"limit": limit(&quotas.project)}));
         body.insert(
             "namespaceDefaultResourceQuota".into(),
-            json!({"limit": quotas.namespace_default}),
+            json!({"limit": limit(&quotas.namespace_default)}),
         );
     }
     Value::Object(body)
@@ -252,11 +309,12 @@ pub fn update_project_body(current: &Project, update: &ProjectUpdate) -> Value {
 }
 
 fn limit_with_removals(old: &BTreeMap<String, String>, new: &BTreeMap<String, String>) -> Value {
-    let mut limit: Map<String, Value> = new.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
-    for key in old.keys().filter(|k| !new.contains_key(*k)) {
-        limit.insert(key.clone(), Value::Null);
-    }
-    Value::Object(limit)
+    let kept = new.iter().map(|(k, v)| (k.clone(), json!(v)));
+    let removed = old
+        .keys()
+        .filter(|k| !new.contains_key(*k))
+        .map(|k| (k.clone(), Value::Null));
+    limit_body(kept.chain(removed))
 }
 
 /// Who a role template binding grants to.

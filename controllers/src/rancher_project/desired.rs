@@ -8,7 +8,7 @@ use crds::rancher::{ManagedRancherProjectSpec, Member, RoleBinding as SpecBindin
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::keycloak::{User, UserRef};
-use crate::rancher::wire::norman_quota_key;
+use crate::rancher::wire::{is_extended_quota_key, norman_quota_key};
 use crate::rancher::{ProjectQuotas, Subject};
 
 /// One binding: a group and the role template it is bound with.
@@ -228,8 +228,9 @@ fn with_default_unit(value: &IntOrString, unit: &str) -> String {
     }
 }
 
-/// Translates `spec.resourceQuotas` (pure).
-pub fn translate(spec: Option<&BTreeMap<String, IntOrString>>) -> Translation {
+/// Translates `spec.resourceQuotas` (pure): the project quota, and each namespace's default as
+/// `namespace_percent` of it (see [`super::quotas::share`]).
+pub fn translate(spec: Option<&BTreeMap<String, IntOrString>>, namespace_percent: u8) -> Translation {
     let mut limits = BTreeMap::new();
     let mut unsupported = Vec::new();
     for (key, value) in spec.into_iter().flatten() {
@@ -237,36 +238,53 @@ pub fn translate(spec: Option<&BTreeMap<String, IntOrString>>) -> Translation {
             "cpu" => ("limits.cpu", with_default_unit(value, "m")),
             "memory" => ("limits.memory", with_default_unit(value, "Mi")),
             "storage" => ("requests.storage", with_default_unit(value, "Mi")),
-            "gpu" => ("requests.nvidia.com/gpu", text(value)),
+            "gpu" => (NVIDIA_GPU, text(value)),
             other => (other, text(value)),
         };
-        match norman_quota_key(resource) {
-            Some(norman) if !quantity.is_empty() => {
-                limits.insert(norman.to_string(), quantity);
+        let quota_key = norman_quota_key(resource)
+            .map(str::to_string)
+            .or_else(|| is_extended_quota_key(resource).then(|| resource.to_string()));
+        match quota_key {
+            Some(quota_key) if !quantity.is_empty() && super::quotas::is_quantity(&quantity) => {
+                limits.insert(quota_key, quantity);
             }
             _ => unsupported.push(key.clone()),
         }
     }
+    let namespace_default = limits
+        .iter()
+        .map(|(key, quantity)| (key.clone(), super::quotas::share(key, quantity, namespace_percent)))
+        .collect();
     Translation {
-        quotas: (!limits.is_empty()).then(|| ProjectQuotas {
-            project: limits.clone(),
-            namespace_default: limits,
+        quotas: (!limits.is_empty()).then_some(ProjectQuotas {
+            project: limits,
+            namespace_default,
         }),
         unsupported,
     }
 }
 
+/// The extended resource Waldur's `gpu` quota stands for.
+pub const NVIDIA_GPU: &str = "requests.nvidia.com/gpu";
+
 /// The `ResourceQuotaReady` message of an applied quota (deterministic, so an unchanged quota writes nothing).
 pub fn describe(desired: &Translation) -> String {
+    let list = |limits: &BTreeMap<String, String>| {
+        limits
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let applied = match &desired.quotas {
         None => "no quota is set on the Rancher project".to_string(),
+        Some(q) if q.project == q.namespace_default => {
+            format!("project quota and namespace default quota set: {}", list(&q.project))
+        }
         Some(q) => format!(
-            "project quota and namespace default quota set: {}",
-            q.project
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            "project quota set: {}; each namespace's default quota: {}",
+            list(&q.project),
+            list(&q.namespace_default)
         ),
     };
     if desired.unsupported.is_empty() {
@@ -351,11 +369,14 @@ mod tests {
 
     #[test]
     fn waldur_keys_translate_with_their_units() {
-        let t = translate(Some(&quotas(&[
-            ("cpu", IntOrString::Int(4000)),
-            ("memory", IntOrString::String("8192Mi".into())),
-            ("storage", IntOrString::Int(10240)),
-        ])));
+        let t = translate(
+            Some(&quotas(&[
+                ("cpu", IntOrString::Int(4000)),
+                ("memory", IntOrString::String("8192Mi".into())),
+                ("storage", IntOrString::Int(10240)),
+            ])),
+            100,
+        );
         let expected = limits(&[
             ("limitsCpu", "4000m"),
             ("limitsMemory", "8192Mi"),
@@ -372,26 +393,51 @@ mod tests {
     }
 
     #[test]
-    fn raw_resource_quota_keys_pass_through_and_gpu_is_reported() {
-        let t = translate(Some(&quotas(&[
-            ("limits.cpu", IntOrString::String("2000m".into())),
-            ("pods", IntOrString::Int(20)),
-            ("gpu", IntOrString::Int(2)),
-            ("example.com/widgets", IntOrString::Int(1)),
-        ])));
+    fn raw_resource_quota_keys_and_gpus_pass_through_and_unknown_keys_are_reported() {
+        let t = translate(
+            Some(&quotas(&[
+                ("limits.cpu", IntOrString::String("2000m".into())),
+                ("pods", IntOrString::Int(20)),
+                ("gpu", IntOrString::Int(2)),
+                ("requests.example.com/fpga", IntOrString::Int(1)),
+                ("example.com/widgets", IntOrString::Int(1)),
+                ("limits.nvidia.com/gpu", IntOrString::Int(1)),
+                ("requests.memory", IntOrString::String("lots".into())),
+            ])),
+            50,
+        );
+        let quotas = t.quotas.expect("quotas");
         assert_eq!(
-            t.quotas.map(|q| q.project),
-            Some(limits(&[("limitsCpu", "2000m"), ("pods", "20")]))
+            quotas.project,
+            limits(&[
+                ("limitsCpu", "2000m"),
+                ("pods", "20"),
+                ("requests.example.com/fpga", "1"),
+                ("requests.nvidia.com/gpu", "2")
+            ])
+        );
+        assert_eq!(
+            quotas.namespace_default,
+            limits(&[
+                ("limitsCpu", "1000m"),
+                ("pods", "10"),
+                ("requests.example.com/fpga", "1"),
+                ("requests.nvidia.com/gpu", "1")
+            ])
         );
         assert_eq!(
             t.unsupported,
-            vec!["example.com/widgets".to_string(), "gpu".to_string()]
+            vec![
+                "example.com/widgets".to_string(),
+                "limits.nvidia.com/gpu".to_string(),
+                "requests.memory".to_string()
+            ]
         );
     }
 
     #[test]
     fn no_keys_means_no_quota() {
-        assert_eq!(translate(None), Translation::default());
-        assert_eq!(translate(Some(&BTreeMap::new())).quotas, None);
+        assert_eq!(translate(None, 50), Translation::default());
+        assert_eq!(translate(Some(&BTreeMap::new()), 50).quotas, None);
     }
 }

@@ -4,15 +4,69 @@
 //! from both; an empty or absent map removes the quota.
 //!
 //! Waldur keys: `cpu` in millicores (`4000` → `4000m`), `memory` and `storage` as quantities (a bare number is
-//! MiB, as Waldur counts them), `gpu` (not expressible in a Rancher project quota: reported, not applied). Any
-//! other key is a Kubernetes ResourceQuota name (`limits.cpu`, `pods`, …) and is passed through when norman
-//! knows it.
+//! MiB, as Waldur counts them), `gpu` as the extended resource `requests.nvidia.com/gpu`. Any other key is a
+//! Kubernetes ResourceQuota name (`limits.cpu`, `pods`, …) passed through when norman knows it, or an extended
+//! resource (`requests.<domain>/<name>`) sent in the quota's `extended` map, which Rancher stores from v2.14 on
+//! (older versions drop it: the condition then names the keys Rancher did not keep).
+//!
+//! Each namespace's default is a share of the project quota (`--rancher-namespace-default-quota-percent`), so a
+//! project with several namespaces does not exhaust its quota with the first one.
+
+use kube_quantity::ParsedQuantity;
 
 use super::desired::{Translation, describe};
 use super::error::MrpError;
 use super::reconcile::Pass;
 use super::status::RESOURCE_QUOTA_READY;
 use crate::rancher::{Project, ProjectQuotas, ProjectUpdate, RancherClient};
+
+/// Norman keys whose quantities may be fractional (cores and bytes); every other quota counts whole objects or
+/// whole devices.
+const DIVISIBLE_KEYS: [&str; 5] = [
+    "limitsCpu",
+    "limitsMemory",
+    "requestsCpu",
+    "requestsMemory",
+    "requestsStorage",
+];
+
+/// Whether `text` is a Kubernetes quantity.
+pub fn is_quantity(text: &str) -> bool {
+    ParsedQuantity::try_from(text).is_ok()
+}
+
+/// `percent` of the quota `quantity` for key `key`, as a namespace default: cores and bytes keep three decimals
+/// at their unit (`4000m` at 50 % is `2000m`, `3Gi` is `1.5Gi`); whole units are rounded up, so a namespace gets
+/// at least one of anything the project has (`1` GPU at 50 % stays `1`). 100 % or more is the quantity itself.
+pub fn share(key: &str, quantity: &str, percent: u8) -> String {
+    let Ok(parsed) = ParsedQuantity::try_from(quantity) else {
+        return quantity.to_string();
+    };
+    if percent >= 100 {
+        return quantity.to_string();
+    }
+    let scaled = parsed * percent / 100u8;
+    if DIVISIBLE_KEYS.contains(&key) {
+        return scaled.to_string_with_precision(3);
+    }
+    // Whole objects and devices fit an f64 exactly far beyond any quota.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let whole = scaled.to_bytes_f64().map(|units| units.ceil().max(0.0) as u64);
+    whole.map_or_else(|| quantity.to_string(), |units| units.to_string())
+}
+
+/// The quota keys the spec asks for that Rancher did not keep (an extended resource on Rancher before v2.14).
+pub fn dropped(wanted: &Translation, kept: Option<&ProjectQuotas>) -> Vec<String> {
+    let Some(wanted) = &wanted.quotas else {
+        return Vec::new();
+    };
+    wanted
+        .project
+        .keys()
+        .filter(|key| !kept.is_some_and(|kept| kept.project.contains_key(*key)))
+        .cloned()
+        .collect()
+}
 
 /// The project's current quotas, with an empty quota counted as none.
 pub fn current(project: &Project) -> Option<ProjectQuotas> {
@@ -55,12 +109,20 @@ impl Pass<'_> {
                         format!("Rancher project {id}: {}", describe(translation)),
                     );
                 }
-                let reason = if translation.unsupported.is_empty() {
+                let dropped = dropped(translation, current(&updated).as_ref());
+                let reason = if translation.unsupported.is_empty() && dropped.is_empty() {
                     "QuotaApplied"
                 } else {
                     "QuotaPartiallyApplied"
                 };
-                self.report.ok(RESOURCE_QUOTA_READY, reason, describe(translation));
+                let mut message = describe(translation);
+                if !dropped.is_empty() {
+                    message.push_str(&format!(
+                        "; Rancher did not keep {} (extended resource quotas need Rancher v2.14 or later)",
+                        dropped.join(", ")
+                    ));
+                }
+                self.report.ok(RESOURCE_QUOTA_READY, reason, message);
                 updated
             }
             Err(error) => {
@@ -69,5 +131,23 @@ impl Pass<'_> {
             }
         };
         self.done.project = Some(project);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_namespace_default_is_a_share_with_whole_units_rounded_up() {
+        assert_eq!(share("limitsCpu", "4000m", 50), "2000m");
+        assert_eq!(share("limitsMemory", "3Gi", 50), "1.5Gi");
+        assert_eq!(share("requestsStorage", "10240Mi", 25), "2560Mi");
+        assert_eq!(share("limitsCpu", "1", 33), "0.33");
+        assert_eq!(share("pods", "25", 50), "13");
+        assert_eq!(share("requests.nvidia.com/gpu", "1", 50), "1");
+        assert_eq!(share("requests.nvidia.com/gpu", "8", 25), "2");
+        assert_eq!(share("limitsCpu", "4000m", 100), "4000m");
+        assert_eq!(share("pods", "not a quantity", 50), "not a quantity");
     }
 }

@@ -183,7 +183,10 @@ impl<'a> Pass<'a> {
                 previous: mrp.status.clone().unwrap_or_default(),
                 others,
                 desired,
-                translation: desired::translate(mrp.spec.resource_quotas.as_ref()),
+                translation: desired::translate(
+                    mrp.spec.resource_quotas.as_ref(),
+                    controller.settings.namespace_default_quota_percent,
+                ),
                 contested,
                 now: status::to_seconds(controller.clock.now()),
             },

@@ -21,6 +21,8 @@ pub struct RancherProjectSettings {
     pub authoritative_membership: bool,
     /// How long a transient failure may last before the phase becomes `Error`.
     pub error_after: Duration,
+    /// Percent of the project quota each namespace gets by default (1–100).
+    pub namespace_default_quota_percent: u8,
     /// Which clusters, role templates and group names objects may use.
     pub policy: RancherPolicy,
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use axum::response::Response;
 use chrono::Utc;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::merge::merge_protected;
 use super::norman::{self, ApiError, CollectionSpec, Common, json_response};
@@ -154,6 +154,7 @@ fn check_quota(
         .get("resourceQuota")
         .and_then(|q| q.get("limit"))
         .and_then(Value::as_object)
+        .map(quantity::limit_entries)
     else {
         return Ok(quota.cloned());
     };
@@ -163,11 +164,11 @@ fn check_quota(
     else {
         return Ok(None);
     };
-    let empty = Map::new();
     let namespace_limit = namespace_quota
         .get("limit")
         .and_then(Value::as_object)
-        .unwrap_or(&empty);
+        .map(quantity::limit_entries)
+        .unwrap_or_default();
     if namespace_limit.len() != project_limit.len() {
         return Err(ApiError::field(
             422,
@@ -190,19 +191,18 @@ fn check_quota(
             continue;
         }
         let other_quota = other.json_annotation(RESOURCE_QUOTA_ANNOTATION);
-        for (key, value) in other_quota
+        let other_limit = other_quota
             .get("limit")
             .and_then(Value::as_object)
-            .into_iter()
-            .flatten()
-        {
+            .map(quantity::limit_entries);
+        for (key, value) in other_limit.iter().flatten() {
             if let Some(amount) = value.as_str().and_then(quantity::parse) {
                 *used.entry(key.clone()).or_default() += amount;
             }
         }
     }
     let mut exceeded = Vec::new();
-    for (key, limit) in project_limit {
+    for (key, limit) in &project_limit {
         let wanted = namespace_limit
             .get(key)
             .and_then(Value::as_str)
@@ -257,7 +257,10 @@ fn create(state: &mut State, call: &Call, cluster: &str) -> Result<Response, Api
     }
     let project_id = string_field(&body, "projectId");
     let mut annotations = string_map_field(&body, "annotations");
-    let quota = body.get("resourceQuota").map(quota_object).filter(|q| !q.is_null());
+    let quota = body
+        .get("resourceQuota")
+        .map(|q| quota_object(q, state.extended_quotas))
+        .filter(|q| !q.is_null());
     let container_limit = body
         .get("containerDefaultResourceLimit")
         .filter(|v| v.is_object())
@@ -308,7 +311,7 @@ fn update(state: &mut State, call: &Call, cluster: &str, name: &str) -> Result<R
     let current = visible(state, cluster, name)?.clone();
     let mut annotations = merge_protected(&current.annotations, body.get("annotations"));
     if let Some(quota) = body.get("resourceQuota") {
-        let quota = quota_object(quota);
+        let quota = quota_object(quota, state.extended_quotas);
         let quota = Some(&quota).filter(|q| !q.is_null());
         let effective = match current.project_id() {
             Some(project_id) => check_quota(state, project_id, quota, Some(name))?,

@@ -137,17 +137,21 @@ pub fn used_limit(state: &State, project: &Project) -> Value {
         .filter(|ns| ns.project_id() == Some(id.as_str()))
     {
         let quota = namespace.json_annotation(RESOURCE_QUOTA_ANNOTATION);
-        for (key, value) in quota.get("limit").and_then(Value::as_object).into_iter().flatten() {
+        let limit = quota
+            .get("limit")
+            .and_then(Value::as_object)
+            .map(quantity::limit_entries);
+        for (key, value) in limit.iter().flatten() {
             if let Some(amount) = value.as_str().and_then(quantity::parse) {
                 *used.entry(key.clone()).or_default() += amount;
             }
         }
     }
-    Value::Object(
+    Value::Object(quantity::nest_entries(
         used.into_iter()
             .map(|(key, amount)| (key, json!(format_quantity(amount))))
             .collect(),
-    )
+    ))
 }
 
 fn format_quantity(amount: f64) -> String {
@@ -167,7 +171,7 @@ fn format_quantity(amount: f64) -> String {
 
 /// The updatable fields of a body: quota maps keep only norman's keys (others are silently dropped, as
 /// norman's builder does), numbers become strings, and nulls are kept so a merge can clear.
-pub fn updatable_fields(body: &Map<String, Value>) -> Map<String, Value> {
+pub fn updatable_fields(body: &Map<String, Value>, extended_quotas: bool) -> Map<String, Value> {
     let mut out = Map::new();
     for field in ["name", "description"] {
         if let Some(value) = body.get(field) {
@@ -176,7 +180,7 @@ pub fn updatable_fields(body: &Map<String, Value>) -> Map<String, Value> {
     }
     for field in ["resourceQuota", "namespaceDefaultResourceQuota"] {
         if let Some(value) = body.get(field) {
-            out.insert(field.into(), quota_object(value));
+            out.insert(field.into(), quota_object(value, extended_quotas));
         }
     }
     if let Some(value) = body.get("containerDefaultResourceLimit") {
@@ -196,14 +200,25 @@ fn stringify(value: &Value) -> Value {
     }
 }
 
-/// `{limit: {…}}` with only known keys; anything that is not an object is taken as null.
-pub fn quota_object(value: &Value) -> Value {
+/// `{limit: {…}}` with only known keys, plus `extended` (values as strings, `null`s kept for the merge) when the
+/// emulated Rancher has it (v2.14+; older ones prune it like any unknown key); anything that is not an object is
+/// taken as null.
+pub fn quota_object(value: &Value, extended_quotas: bool) -> Value {
     let Some(object) = value.as_object() else {
         return Value::Null;
     };
     let known: Vec<&str> = QUOTA_KEYS.iter().map(|(k, _)| *k).collect();
     match object.get("limit") {
-        Some(limit) => json!({"limit": filter_keys(limit, &known)}),
+        Some(limit) => {
+            let mut filtered = filter_keys(limit, &known);
+            if let (true, Some(Value::Object(extended)), Some(out)) =
+                (extended_quotas, limit.get(quantity::EXTENDED), filtered.as_object_mut())
+            {
+                let extended: Map<String, Value> = extended.iter().map(|(k, v)| (k.clone(), stringify(v))).collect();
+                out.insert(quantity::EXTENDED.into(), Value::Object(extended));
+            }
+            json!({ "limit": filtered })
+        }
         None => json!({}),
     }
 }
@@ -236,7 +251,7 @@ fn create(state: &mut State, call: &Call) -> Result<Response, ApiError> {
             "cluster not found",
         )));
     }
-    let fields = updatable_fields(&body);
+    let fields = updatable_fields(&body, state.extended_quotas);
     let fields = merge_fields(&Map::new(), &fields, false);
     check_quotas(&fields, None)?;
     let seed = ProjectSeed {
@@ -276,7 +291,11 @@ fn update(state: &mut State, call: &Call, id: &str) -> Result<Response, ApiError
         )));
     }
     let replace = call.param("_replace") == Some("true");
-    let fields = merge_fields(&current.fields, &updatable_fields(&body), replace);
+    let fields = merge_fields(
+        &current.fields,
+        &updatable_fields(&body, state.extended_quotas),
+        replace,
+    );
     if fields.get("name").and_then(Value::as_str).is_none_or(str::is_empty) {
         return Err(ApiError::missing_required("name"));
     }
@@ -314,17 +333,17 @@ pub fn invalid_value(path: &str, value: &str, detail: &str) -> String {
     format!("{path}: Invalid value: \"{value}\": {detail}")
 }
 
-fn limit_of<'a>(fields: &'a Map<String, Value>, field: &str) -> Option<&'a Map<String, Value>> {
+/// The entries of a quota field's `limit` (see [`quantity::limit_entries`]), `None` without the field.
+fn limit_of(fields: &Map<String, Value>, field: &str) -> Option<Map<String, Value>> {
     let quota = fields.get(field)?;
     Some(
         quota
             .get("limit")
             .and_then(Value::as_object)
-            .unwrap_or(EMPTY.get_or_init(Map::new)),
+            .map(quantity::limit_entries)
+            .unwrap_or_default(),
     )
 }
-
-static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
 
 fn amount(limit: &Map<String, Value>, key: &str, path: &str) -> Result<Option<f64>, ApiError> {
     match limit.get(key).and_then(Value::as_str) {
@@ -375,6 +394,7 @@ fn check_quotas(fields: &Map<String, Value>, old: Option<(&State, &Project)>) ->
         }
         (Some(p), Some(n)) => (p, n),
     };
+    let (project_limit, namespace_limit) = (&project_limit, &namespace_limit);
     if project_limit.len() != namespace_limit.len() {
         return Err(denied(&invalid_value(
             "project.spec.resourceQuota",

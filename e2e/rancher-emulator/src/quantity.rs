@@ -1,4 +1,7 @@
-//! Kubernetes resource quantities, parsed well enough to compare quotas (`400m` < `1`, `1Gi` > `1G`).
+//! Kubernetes resource quantities, parsed well enough to compare quotas (`400m` < `1`, `1Gi` > `1G`), and the
+//! keys of a quota `limit`.
+
+use serde_json::{Map, Value};
 
 /// A quantity as a number of base units (cores, bytes, objects).
 pub fn parse(text: &str) -> Option<f64> {
@@ -50,6 +53,43 @@ pub const QUOTA_KEYS: [(&str, &str); 13] = [
     ("servicesLoadBalancers", "services.loadbalancers"),
     ("servicesNodePorts", "services.nodeports"),
 ];
+
+/// The field of a quota `limit` holding extended resources by their Kubernetes names (Rancher v2.14+), e.g.
+/// `{"requests.nvidia.com/gpu": "4"}`.
+pub const EXTENDED: &str = "extended";
+
+/// The entries of a quota `limit` as one map: norman's fixed keys, and the Kubernetes resource names in
+/// `extended` (they contain a `.` or `/`, so they never clash with norman's camel-case keys).
+pub fn limit_entries(limit: &Map<String, Value>) -> Map<String, Value> {
+    let mut entries = Map::new();
+    for (key, value) in limit {
+        if key == EXTENDED {
+            for (name, amount) in value.as_object().into_iter().flatten() {
+                entries.insert(name.clone(), amount.clone());
+            }
+        } else {
+            entries.insert(key.clone(), value.clone());
+        }
+    }
+    entries
+}
+
+/// The inverse of [`limit_entries`]: keys norman does not know go back under `extended`.
+pub fn nest_entries(entries: Map<String, Value>) -> Map<String, Value> {
+    let mut limit = Map::new();
+    let mut extended = Map::new();
+    for (key, value) in entries {
+        if QUOTA_KEYS.iter().any(|(k, _)| *k == key) {
+            limit.insert(key, value);
+        } else {
+            extended.insert(key, value);
+        }
+    }
+    if !extended.is_empty() {
+        limit.insert(EXTENDED.into(), Value::Object(extended));
+    }
+    limit
+}
 
 /// The Kubernetes resource name of a norman quota key.
 pub fn resource_name(key: &str) -> &str {

@@ -377,7 +377,12 @@ impl RancherHandle {
             .with_state(|state| state.tokens.retain(|t| t.access_key != access_key));
     }
 
-    /// Switches the duplicate-binding policy (Rancher ≤ 2.13 or ≥ 2.14).
+    /// Emulates a Rancher before v2.14 (`false`), which prunes `limit.extended` from quotas, or a current one.
+    pub fn set_extended_quotas(&self, supported: bool) {
+        self.shared.with_state(|state| state.extended_quotas = supported);
+    }
+
+    /// Sets what a duplicate binding create does.
     pub fn set_duplicate_bindings(&self, policy: DuplicateBindingPolicy) {
         self.shared.with_state(|state| state.duplicate_bindings = policy);
     }

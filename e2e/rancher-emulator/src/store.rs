@@ -286,6 +286,8 @@ pub struct State {
     pub backing_namespaces: BackingNamespaceStyle,
     /// How long deleted projects linger as `removing`.
     pub project_removal_delay: Duration,
+    /// Whether quotas keep `limit.extended` (Rancher v2.14+); off, it is pruned as older versions do.
+    pub extended_quotas: bool,
     resource_version: u64,
 }
 
@@ -327,6 +329,7 @@ impl State {
             role_templates: BTreeMap::new(),
             tokens: config.tokens.clone(),
             duplicate_bindings: config.duplicate_bindings,
+            extended_quotas: true,
             backing_namespaces: config.backing_namespaces,
             project_removal_delay: config.project_removal_delay,
             resource_version: 1,

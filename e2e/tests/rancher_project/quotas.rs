@@ -5,10 +5,22 @@ use serde_json::{Value, json};
 
 use crate::support::{Setup, World, condition, wait_state, writer_labels, writer_spec};
 
+/// The project's quota and namespace default `limit`s, an `extended` map left empty by a removal dropped.
 fn limits(project: &Value) -> (Value, Value) {
+    let limit = |quota: &Value| {
+        let mut limit = quota["limit"].clone();
+        if let Some(map) = limit.as_object_mut()
+            && map
+                .get("extended")
+                .is_some_and(|e| e.as_object().is_some_and(|e| e.is_empty()))
+        {
+            map.remove("extended");
+        }
+        limit
+    };
     (
-        project["resourceQuota"]["limit"].clone(),
-        project["namespaceDefaultResourceQuota"]["limit"].clone(),
+        limit(&project["resourceQuota"]),
+        limit(&project["namespaceDefaultResourceQuota"]),
     )
 }
 
@@ -42,15 +54,41 @@ async fn quotas_set_changed_and_removed_reach_the_rancher_project() {
         .as_str()
         .expect("project id")
         .to_string();
-    let expected = json!({"limitsCpu": "4000m", "limitsMemory": "8192Mi", "requestsStorage": "100Gi"});
+    // GPUs are an extended resource quota (Rancher v2.14+); each namespace defaults to half the project's quota
+    // (the manager's default), whole GPUs rounded up.
+    let expected = json!({"limitsCpu": "4000m", "limitsMemory": "8192Mi", "requestsStorage": "100Gi",
+        "extended": {"requests.nvidia.com/gpu": "2"}});
+    let namespace_default = json!({"limitsCpu": "2000m", "limitsMemory": "4096Mi", "requestsStorage": "50Gi",
+        "extended": {"requests.nvidia.com/gpu": "1"}});
     let project = world.project(&id).expect("project");
-    assert_eq!(limits(&project), (expected.clone(), expected));
+    assert_eq!(limits(&project), (expected, namespace_default));
     let quota = condition(&object, "ResourceQuotaReady").expect("ResourceQuotaReady");
     assert_eq!(quota["status"], "True");
-    assert_eq!(quota["reason"], "QuotaPartiallyApplied", "{quota}");
-    assert!(quota["message"].as_str().is_some_and(|m| m.contains("gpu")), "{quota}");
+    assert_eq!(quota["reason"], "QuotaApplied", "{quota}");
+    assert!(
+        quota["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("requests.nvidia.com/gpu=2")),
+        "{quota}"
+    );
 
-    // Changed: more CPU, memory removed.
+    // Two namespaces fit in the project, each with the default share (with the whole quota as the default,
+    // Rancher refuses the second).
+    for name in ["quotas-first", "quotas-second"] {
+        let namespace = world
+            .rancher_call(
+                reqwest::Method::POST,
+                &format!("/v3/clusters/{}/namespaces", crate::support::CLUSTER),
+                Some(json!({"name": name, "projectId": id})),
+            )
+            .await;
+        assert_eq!(
+            namespace["resourceQuota"]["limit"]["extended"]["requests.nvidia.com/gpu"], "1",
+            "{namespace}"
+        );
+    }
+
+    // Changed: more CPU, memory and GPUs removed.
     world
         .write(
             "quotas-6666ffff",
@@ -59,10 +97,11 @@ async fn quotas_set_changed_and_removed_reach_the_rancher_project() {
         )
         .await;
     let expected = json!({"limitsCpu": "8000m", "requestsStorage": "100Gi"});
+    let namespace_default = json!({"limitsCpu": "4000m", "requestsStorage": "50Gi"});
     wait_state("the changed quota reached Rancher", || {
         let project = world.project(&id).ok_or("no project")?;
         let found = limits(&project);
-        if found == (expected.clone(), expected.clone()) {
+        if found == (expected.clone(), namespace_default.clone()) {
             Ok(())
         } else {
             Err(format!("{found:?}"))
@@ -88,4 +127,28 @@ async fn quotas_set_changed_and_removed_reach_the_rancher_project() {
         "QuotaApplied"
     );
     world.wait_event("quotas-6666ffff", "QuotaUpdated").await;
+}
+
+#[tokio::test]
+async fn a_rancher_without_extended_quotas_is_named_in_the_condition() {
+    let world = World::start(Setup::default()).await;
+    world.env.rancher.set_extended_quotas(false);
+    let rp = "6767ffff4b2c4e7f9a0b1c2d3e4f5a6b";
+    let mut spec = writer_spec("Old Rancher", rp, vec![]);
+    spec["resourceQuotas"] = json!({"cpu": 2000, "gpu": 4});
+    world.write("old-rancher-6767ffff", spec, writer_labels(rp)).await;
+    let object = world
+        .wait_for("old-rancher-6767ffff", "the quota condition", |o| {
+            condition(o, "ResourceQuotaReady").is_some_and(|c| c["reason"] == "QuotaPartiallyApplied")
+        })
+        .await;
+    let quota = condition(&object, "ResourceQuotaReady").expect("condition");
+    let message = quota["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("requests.nvidia.com/gpu") && message.contains("v2.14"),
+        "{message}"
+    );
+    let id = object["status"]["rancherProjectId"].as_str().expect("project id");
+    let project = world.project(id).expect("project");
+    assert_eq!(limits(&project).0, json!({"limitsCpu": "2000m"}));
 }
