@@ -202,8 +202,21 @@ impl RealmClient {
         Ok(url)
     }
 
-    /// Sends one admin request: bearer token from the cache (or a login), transient failures retried per
-    /// `idempotency`, and a 401 answered by dropping the token and trying once more with a fresh one.
+    /// `{base}/admin/{segments…}`: the server-wide admin endpoints (`serverinfo`).
+    pub(crate) fn server_url(&self, segments: &[&str]) -> Result<Url, KeycloakError> {
+        let mut url = self.client.inner.base.clone();
+        url.path_segments_mut()
+            .map_err(|_| KeycloakError::InvalidInput {
+                operation: "build URL",
+                reason: "base URL cannot have a path".into(),
+            })?
+            .pop_if_empty()
+            .push("admin")
+            .extend(segments);
+        Ok(url)
+    }
+
+    /// Sends one admin request to the realm's `segments` (see [`Self::execute_at`]).
     pub(crate) async fn execute(
         &self,
         operation: &'static str,
@@ -214,6 +227,20 @@ impl RealmClient {
         idempotency: Idempotency,
     ) -> Result<Response, KeycloakError> {
         let url = self.admin_url(segments)?;
+        self.execute_at(operation, method, url, query, body, idempotency).await
+    }
+
+    /// Sends one admin request: bearer token from the cache (or a login), transient failures retried per
+    /// `idempotency`, and a 401 answered by dropping the token and trying once more with a fresh one.
+    pub(crate) async fn execute_at(
+        &self,
+        operation: &'static str,
+        method: Method,
+        url: Url,
+        query: &[(&str, String)],
+        body: Option<&Value>,
+        idempotency: Idempotency,
+    ) -> Result<Response, KeycloakError> {
         let body = body.map(|b| b.to_string());
         let credentials = self.credentials().await?;
         let api = &self.client.inner.api;
@@ -240,6 +267,15 @@ impl RealmClient {
                 Ok(response) => return Ok(response),
             }
         }
+    }
+
+    /// Decodes a response's JSON body.
+    pub(crate) async fn decode_json<T: DeserializeOwned>(
+        &self,
+        operation: &'static str,
+        response: Response,
+    ) -> Result<T, KeycloakError> {
+        Ok(self.client.inner.api.json(operation, response).await?)
     }
 
     /// GET and decode.

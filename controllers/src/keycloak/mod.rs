@@ -1,4 +1,5 @@
-//! The Keycloak admin client shared by NebariApp (clients, secrets, scopes, mappers, groups, token exchange)
+//! The Keycloak admin client shared by NebariApp (clients, secrets, scopes, mappers, groups, token exchange v1
+//! and v2, server info)
 //! and ManagedRancherProject (parent and child groups, memberships, user lookups).
 //!
 //! Built on [`framework::http`]: timeouts, retries of idempotent calls, `external_api_*` metrics and sanitized
@@ -36,6 +37,8 @@ mod groups;
 mod mappers;
 mod scopes;
 mod secret_credentials;
+mod server_info;
+mod standard_token_exchange;
 mod token;
 mod token_exchange;
 mod types;
@@ -52,6 +55,8 @@ pub use groups::{MAX_GROUP_NAME_CHARS, check_group_name};
 pub use mappers::MapperChange;
 pub use scopes::{ClientScopeSpec, DefaultScopeSync};
 pub use secret_credentials::SecretCredentials;
+pub use server_info::{STANDARD_TOKEN_EXCHANGE_FEATURE, ServerInfo};
+pub use standard_token_exchange::{PEERS_ATTRIBUTE, STANDARD_TOKEN_EXCHANGE_ATTRIBUTE, audience_mapper_name};
 pub use token_exchange::{
     FGAP_V1_FEATURE, REALM_MANAGEMENT_CLIENT, TOKEN_EXCHANGE_SCOPE, TokenExchangeGrant, TokenExchangeRequester,
 };

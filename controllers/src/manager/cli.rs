@@ -13,6 +13,7 @@ use crate::nebari_app::NebariAppSettings;
 use crate::nebari_app::auth_policy::{self, KeycloakPolicy};
 use crate::nebari_app::hostname::{HostnamePattern, HostnamePolicy};
 use crate::nebari_app::keycloak_groups::GroupPattern;
+use crate::nebari_app::token_exchange::TokenExchangeSetting;
 use crate::rancher::RancherConnection;
 use crate::rancher_inventory::RancherInventorySettings;
 use crate::rancher_project::RancherProjectSettings;
@@ -229,6 +230,17 @@ pub struct NebariAppFlags {
         default_values_t = auth_policy::DEFAULT_CLIENT_SCOPES.iter().map(|s| s.to_string()).collect::<Vec<_>>()
     )]
     pub allowed_client_scopes: Vec<String>,
+
+    /// Which token exchange `tokenExchange.enabled` configures: `v1` (fine-grained admin permissions), `v2`
+    /// (standard token exchange, Keycloak 26.2+) or `auto` (v1 when the server has its preview features on, else
+    /// v2 when it has it).
+    #[arg(
+        long = "keycloak-token-exchange",
+        env = "KEYCLOAK_TOKEN_EXCHANGE",
+        value_enum,
+        default_value_t = TokenExchangeSetting::Auto
+    )]
+    pub token_exchange: TokenExchangeSetting,
 
     /// Adopt a Keycloak client that records no owner under an id an app derives from its name (only needed while
     /// taking over the replaced operator's clients; Keycloak's built-in clients are never adopted).
@@ -515,6 +527,7 @@ impl NebariAppFlags {
                 adopt_unowned_clients: self.adopt_unowned_clients,
                 group_patterns: self.group_policy.clone(),
             },
+            keycloak_token_exchange: self.token_exchange,
         }
     }
 }

@@ -21,9 +21,7 @@ use super::keycloak_groups::{self, AppGroups};
 use super::naming::AppNames;
 use super::oidc_secret::OidcSecretData;
 use super::security_policy::{GROUPS_CLAIM, callback_path, scopes};
-use crate::keycloak::{
-    Client, ClientSpec, ClientUpdate, ErrorKind, ProtocolMapper, RealmClient, TokenExchangeRequester,
-};
+use crate::keycloak::{Client, ClientSpec, ClientUpdate, ProtocolMapper, RealmClient};
 
 /// Description put on client scopes the operator creates.
 const SCOPE_DESCRIPTION: &str = "Managed by nebari-operator";
@@ -205,7 +203,7 @@ pub async fn provision(
     run.warnings.extend(groups.warnings);
     let spa_client_id = run.spa_client(previous.spa).await?;
     let device_client_id = run.device_client(&confidential.client_id).await?;
-    run.token_exchange(&confidential.id, peers).await?;
+    run.token_exchange(controller, &confidential, peers).await?;
     Ok(ProvisionedClients {
         client_id: confidential.client_id,
         client_secret,
@@ -368,27 +366,22 @@ impl Provisioning<'_> {
         Ok(Some(device_id))
     }
 
-    /// Token exchange towards the confidential client `client`: granted to `peers` while enabled, revoked
-    /// otherwise (a Keycloak without the feature has nothing to revoke).
-    async fn token_exchange(&self, client: &str, peers: &[String]) -> Result<(), NebariAppError> {
+    /// Token exchange towards the confidential client `client`: granted to `peers` while enabled (v1 or v2, see
+    /// `token_exchange.rs`), revoked otherwise.
+    async fn token_exchange(
+        &self,
+        controller: &NebariAppController,
+        client: &Client,
+        peers: &[String],
+    ) -> Result<(), NebariAppError> {
         if self.auth.token_exchange.as_ref().is_some_and(|t| t.enabled) {
-            let mut requesters = Vec::new();
-            for peer in peers {
-                if let Some(peer_client) = self.realm.find_client(peer).await? {
-                    requesters.push(TokenExchangeRequester {
-                        policy_name: format!("{peer}-token-exchange"),
-                        client: peer_client.id,
-                    });
-                }
-            }
-            self.realm.grant_token_exchange(client, &requesters).await?;
-            return Ok(());
+            let flavour = controller
+                .token_exchange
+                .flavour(controller.settings.keycloak_token_exchange, &self.realm)
+                .await?;
+            return super::token_exchange::grant(&self.realm, flavour, client, peers).await;
         }
-        match self.realm.disable_client_management_permissions(client).await {
-            Ok(()) => Ok(()),
-            Err(error) if matches!(error.kind(), ErrorKind::FeatureDisabled | ErrorKind::NotFound) => Ok(()),
-            Err(error) => Err(error.into()),
-        }
+        super::token_exchange::revoke(&self.realm, client).await
     }
 }
 
@@ -481,11 +474,7 @@ pub async fn delete_clients(
     let adopt = controller.settings.keycloak_policy.adopt_unowned_clients;
     let confidential = realm.find_client(&names.keycloak_client()).await?;
     if let Some(client) = confidential.filter(|c| is_ours(c, names, adopt)) {
-        match realm.disable_client_management_permissions(&client.id).await {
-            Ok(()) => {}
-            Err(error) if matches!(error.kind(), ErrorKind::FeatureDisabled | ErrorKind::NotFound) => {}
-            Err(error) => return Err(error.into()),
-        }
+        super::token_exchange::revoke(&realm, &client).await?;
     }
     delete_owned(&realm, &names.keycloak_client(), names, adopt).await?;
     delete_owned(&realm, &names.keycloak_spa_client(None), names, adopt).await?;

@@ -32,6 +32,7 @@ pub mod settings;
 pub mod status;
 pub mod tls;
 pub mod tls_plan;
+pub mod token_exchange;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use std::sync::Arc;
@@ -83,6 +84,8 @@ pub struct NebariAppController {
     pub clock: Arc<dyn Clock>,
     /// Every namespace's apps, for deciding who owns a hostname.
     pub peers: Peers<NebariApp>,
+    /// Which token exchange the server has (`--keycloak-token-exchange=auto`).
+    pub token_exchange: token_exchange::Detector,
 }
 
 impl NebariAppController {
@@ -101,6 +104,7 @@ impl NebariAppController {
             keycloak,
             clock: Arc::new(SystemClock),
             peers: Peers::default(),
+            token_exchange: token_exchange::Detector::default(),
         })
     }
 

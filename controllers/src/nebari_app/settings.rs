@@ -2,6 +2,7 @@
 
 use super::auth_policy::KeycloakPolicy;
 use super::hostname::HostnamePolicy;
+use super::token_exchange::TokenExchangeSetting;
 use crate::keycloak::KeycloakConnection;
 
 /// Settings of the NebariApp controller.
@@ -31,6 +32,8 @@ pub struct NebariAppSettings {
     pub allowed_hostnames: HostnamePolicy,
     /// What an app may provision in Keycloak (mapper types, client scopes, adopting ownerless clients).
     pub keycloak_policy: KeycloakPolicy,
+    /// Which token exchange to configure (`--keycloak-token-exchange`).
+    pub keycloak_token_exchange: TokenExchangeSetting,
 }
 
 impl NebariAppSettings {
@@ -78,6 +81,7 @@ impl NebariAppSettings {
             keycloak_issuer_url: None,
             keycloak_external_url: None,
             allowed_hostnames: HostnamePolicy::default(),
+            keycloak_token_exchange: TokenExchangeSetting::Auto,
             keycloak_policy: KeycloakPolicy::default(),
         }
     }

@@ -410,6 +410,12 @@ impl Hooks {
         self.shared.lock().fgap_v1 = enabled;
     }
 
+    /// Turns standard token exchange (`token-exchange-standard:v2`) on or off, as a server restarted with
+    /// `--features-disabled` would have it.
+    pub fn set_standard_token_exchange(&self, enabled: bool) {
+        self.shared.lock().standard_token_exchange = enabled;
+    }
+
     /// Creates a realm (no-op if it exists).
     pub fn create_realm(&self, name: &str) {
         self.shared.lock().add_realm(name);

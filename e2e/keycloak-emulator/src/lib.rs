@@ -23,6 +23,7 @@ mod realm;
 mod realms;
 mod representations;
 mod server;
+mod server_info;
 mod signing;
 mod store;
 mod token;

@@ -235,6 +235,7 @@ fn keycloak_routes(prefix: &str) -> Router<App> {
             &format!("{prefix}/realms/{{realm}}/protocol/openid-connect/certs"),
             get(token::certs),
         )
+        .route(&format!("{prefix}/admin/serverinfo"), get(super::server_info::get))
         .route(&admin(""), get(realms::get))
         .route(&admin("/users"), get(users::list).post(users::create))
         .route(&admin("/users/count"), get(users::count))

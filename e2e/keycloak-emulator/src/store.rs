@@ -79,6 +79,8 @@ pub struct Store {
     pub refresh_tokens: HashMap<String, IssuedToken>,
     /// Whether `admin-fine-grained-authz:v1` (and `token-exchange`) are on.
     pub fgap_v1: bool,
+    /// Whether standard token exchange (`token-exchange-standard:v2`, on by default in 26.2+) is on.
+    pub standard_token_exchange: bool,
     /// Lifetime of new realms' access tokens.
     realm_access_token_lifespan: Duration,
     /// Lifetime of refresh tokens.
@@ -106,6 +108,7 @@ impl Store {
             tokens: HashMap::new(),
             refresh_tokens: HashMap::new(),
             fgap_v1: config.fine_grained_authz_v1,
+            standard_token_exchange: true,
             realm_access_token_lifespan: config.realm_access_token_lifespan,
             refresh_token_lifespan: config.refresh_token_lifespan,
         };

@@ -69,7 +69,10 @@ pub async fn token(State(app): State<App>, Path(realm): Path<String>, headers: H
                 "Missing form parameter: grant_type",
             )
         })?;
-        if !matches!(grant, "password" | "client_credentials" | "refresh_token") {
+        let exchange_on = store.standard_token_exchange;
+        let supported = matches!(grant, "password" | "client_credentials" | "refresh_token")
+            || (grant == TOKEN_EXCHANGE_GRANT && exchange_on);
+        if !supported {
             return Err(oauth(
                 StatusCode::BAD_REQUEST,
                 "unsupported_grant_type",
@@ -82,12 +85,28 @@ pub async fn token(State(app): State<App>, Path(realm): Path<String>, headers: H
             .get(&realm)
             .ok_or_else(|| ApiError::not_found("Realm does not exist"))?;
         let client = authenticate_client(realm_data, client_id.as_deref(), secret.as_deref())?;
+        let mut audience = None;
         let (user, with_refresh) = match grant {
             "password" => (
                 password_user(realm_data, client, field("username"), field("password"))?,
                 true,
             ),
             "client_credentials" => (service_account_user(realm_data, client)?, false),
+            TOKEN_EXCHANGE_GRANT => {
+                let requested: Vec<&str> = form
+                    .iter()
+                    .filter(|(k, _)| k == "audience")
+                    .map(|(_, v)| v.as_str())
+                    .collect();
+                let exchange = Exchange {
+                    subject_token: field("subject_token"),
+                    subject_token_type: field("subject_token_type"),
+                    requested,
+                };
+                let (user, granted) = exchanged(&store, &realm, realm_data, client, &exchange, now)?;
+                audience = Some(granted);
+                (user, false)
+            }
             _ => (
                 refreshed_user(&store, &realm, client, field("refresh_token"), now)?,
                 true,
@@ -106,6 +125,7 @@ pub async fn token(State(app): State<App>, Path(realm): Path<String>, headers: H
             issuer: &issuer,
             now,
             now_seconds,
+            audience,
         };
         Ok(issue(
             &mut store,
@@ -140,6 +160,8 @@ struct Grant<'a> {
     issuer: &'a str,
     now: std::time::Instant,
     now_seconds: u64,
+    /// The `aud` of an exchanged token (`account` otherwise).
+    audience: Option<Vec<String>>,
 }
 
 fn issue(
@@ -153,7 +175,8 @@ fn issue(
     let (issuer, now, now_seconds) = (grant.issuer, grant.now, grant.now_seconds);
     let expires_in = access_lifespan.as_secs();
     let mut claims = json!({
-        "exp": now_seconds + expires_in, "iat": now_seconds, "jti": new_id(), "iss": issuer, "aud": "account",
+        "exp": now_seconds + expires_in, "iat": now_seconds, "jti": new_id(), "iss": issuer,
+        "aud": grant.audience.as_ref().map_or_else(|| json!("account"), |aud| json!(aud)),
         "sub": grant.user, "typ": "Bearer", "azp": grant.authorized_party, "scope": scope,
     });
     if let Some(realm) = store.realms.get(grant.realm) {
@@ -268,6 +291,7 @@ pub fn login(shared: &Shared, realm: &str, client_id: &str, username: &str) -> R
         issuer: &issuer,
         now,
         now_seconds,
+        audience: None,
     };
     Ok(issue(&mut store, &shared.signing, &grant, lifespan, None, "openid".into()).access_token)
 }
@@ -278,6 +302,104 @@ pub async fn certs(State(app): State<App>, Path(realm): Path<String>) -> Respons
         return ApiError::not_found("Realm does not exist").into_response();
     }
     json_with(StatusCode::OK, JSON, &app.signing.jwks())
+}
+
+/// The grant type of token exchange (RFC 8693).
+const TOKEN_EXCHANGE_GRANT: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+/// The only subject token type standard token exchange accepts.
+const ACCESS_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:access_token";
+/// The requester attribute that turns standard token exchange on.
+const STANDARD_EXCHANGE_ATTRIBUTE: &str = "standard.token.exchange.enabled";
+/// The mapper type that adds an audience to a client's tokens.
+const AUDIENCE_MAPPER: &str = "oidc-audience-mapper";
+
+/// The parameters of a token-exchange request.
+struct Exchange<'a> {
+    subject_token: Option<&'a str>,
+    subject_token_type: Option<&'a str>,
+    requested: Vec<&'a str>,
+}
+
+/// The audiences a client's access tokens carry through its audience mappers.
+fn mapped_audiences(client: &Client) -> Vec<String> {
+    client
+        .protocol_mappers
+        .iter()
+        .filter(|m| m.protocol_mapper == AUDIENCE_MAPPER)
+        .filter(|m| m.config.get("access.token.claim").map(String::as_str) != Some("false"))
+        .filter_map(|m| m.config.get("included.client.audience").cloned())
+        .collect()
+}
+
+/// Standard token exchange (Keycloak 26.2+): a confidential requester with `standard.token.exchange.enabled`
+/// exchanges a user's access token that was issued to it (or names it in its audience) for one whose audience
+/// is what the requester's audience mappers allow, narrowed by `audience`. Returns the user and the audience.
+fn exchanged(
+    store: &Store,
+    realm_name: &str,
+    realm: &Realm,
+    requester: &Client,
+    exchange: &Exchange<'_>,
+    now: std::time::Instant,
+) -> Result<(String, Vec<String>), ApiError> {
+    if requester.settings.public_client {
+        return Err(oauth(
+            StatusCode::BAD_REQUEST,
+            "invalid_client",
+            "Public client is not allowed to exchange token",
+        ));
+    }
+    if requester
+        .settings
+        .attributes
+        .get(STANDARD_EXCHANGE_ATTRIBUTE)
+        .map(String::as_str)
+        != Some("true")
+    {
+        return Err(oauth(
+            StatusCode::BAD_REQUEST,
+            "invalid_client",
+            "Standard token exchange is not enabled for the requested client",
+        ));
+    }
+    if exchange.subject_token_type.is_some_and(|t| t != ACCESS_TOKEN_TYPE) {
+        return Err(oauth(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            "Parameter 'subject_token' supports access tokens only",
+        ));
+    }
+    let subject = exchange
+        .subject_token
+        .and_then(|t| store.tokens.get(t))
+        .filter(|t| t.realm == realm_name && t.expires_at > now)
+        .ok_or_else(|| oauth(StatusCode::BAD_REQUEST, "invalid_token", "Invalid token"))?;
+    let issued_to_requester = subject.client == requester.id;
+    let names_requester = realm
+        .clients
+        .get(&subject.client)
+        .is_some_and(|issuer| mapped_audiences(issuer).contains(&requester.settings.client_id));
+    if !issued_to_requester && !names_requester {
+        return Err(oauth(
+            StatusCode::FORBIDDEN,
+            "access_denied",
+            "Client is not within the token audience",
+        ));
+    }
+    let available = mapped_audiences(requester);
+    if let Some(missing) = exchange.requested.iter().find(|a| !available.iter().any(|x| x == *a)) {
+        return Err(oauth(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            &format!("Requested audience not available: {missing}"),
+        ));
+    }
+    let audience = if exchange.requested.is_empty() {
+        available
+    } else {
+        exchange.requested.iter().map(|a| a.to_string()).collect()
+    };
+    Ok((subject.user.clone(), audience))
 }
 
 /// The client id and secret from HTTP Basic (preferred) or the form.

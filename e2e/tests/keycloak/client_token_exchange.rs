@@ -124,3 +124,87 @@ async fn granting_wires_the_permission_to_exactly_the_requesters() {
             .expect("already gone")
     );
 }
+
+#[tokio::test]
+async fn server_info_tells_which_token_exchange_the_server_has() {
+    let kc = start().await;
+    let realm = realm(&kc, 100);
+    let info = realm.server_info().await.expect("server info");
+    assert_eq!(info.system_info.version.as_deref(), Some("26.2.5"));
+    assert!(info.standard_token_exchange() && !info.legacy_token_exchange());
+    kc.hooks().set_fine_grained_authz_v1(true);
+    kc.hooks().set_standard_token_exchange(false);
+    let info = realm.server_info().await.expect("server info");
+    assert!(!info.standard_token_exchange() && info.legacy_token_exchange());
+}
+
+#[tokio::test]
+async fn standard_token_exchange_is_granted_to_exactly_the_requesters_and_revoked_from_the_rest() {
+    use controllers::keycloak::{PEERS_ATTRIBUTE, STANDARD_TOKEN_EXCHANGE_ATTRIBUTE, audience_mapper_name};
+
+    let kc = start().await;
+    let realm = realm(&kc, 100);
+    let ensure = |id: &'static str| {
+        let realm = realm.clone();
+        async move {
+            realm
+                .ensure_client(&ClientSpec::confidential(id, None))
+                .await
+                .expect("client")
+                .value
+        }
+    };
+    let (target, alpha, beta) = (ensure("target").await, ensure("alpha").await, ensure("beta").await);
+    let granted = |client: &str| {
+        let rep = kc.hooks().client(REALM, client).expect("client");
+        let mapper = rep["protocolMappers"].as_array().is_some_and(|mappers| {
+            mappers
+                .iter()
+                .any(|m| m["name"] == audience_mapper_name("target").as_str())
+        });
+        (rep["attributes"][STANDARD_TOKEN_EXCHANGE_ATTRIBUTE].clone(), mapper)
+    };
+    realm
+        .grant_standard_token_exchange(&target, &[alpha.clone(), beta.clone()])
+        .await
+        .expect("grant both");
+    assert_eq!(granted("alpha"), (serde_json::json!("true"), true));
+    assert_eq!(granted("beta"), (serde_json::json!("true"), true));
+    let target = realm.find_client("target").await.expect("read").expect("target");
+    assert_eq!(
+        target.attributes.get(PEERS_ATTRIBUTE).map(String::as_str),
+        Some("alpha beta")
+    );
+
+    // Granting again (to the clients as they are now) is free of writes; dropping beta withdraws its grant only.
+    let alpha = realm.find_client("alpha").await.expect("read").expect("alpha");
+    let beta = realm.find_client("beta").await.expect("read").expect("beta");
+    let before = kc.hooks().counters();
+    realm
+        .grant_standard_token_exchange(&target, &[alpha.clone(), beta.clone()])
+        .await
+        .expect("grant again");
+    let writes = |rows: &[keycloak_emulator::CounterRow]| -> u64 {
+        rows.iter()
+            .filter(|r| r.method != "GET" && r.route.starts_with("/admin/"))
+            .map(|r| r.count)
+            .sum()
+    };
+    assert_eq!(
+        writes(&kc.hooks().counters()),
+        writes(&before),
+        "no writes when in place"
+    );
+    realm
+        .grant_standard_token_exchange(&target, std::slice::from_ref(&alpha))
+        .await
+        .expect("grant alpha only");
+    assert_eq!(granted("alpha"), (serde_json::json!("true"), true));
+    assert_eq!(granted("beta"), (serde_json::json!("false"), false));
+
+    let target = realm.find_client("target").await.expect("read").expect("target");
+    realm.revoke_standard_token_exchange(&target).await.expect("revoke");
+    assert_eq!(granted("alpha"), (serde_json::json!("false"), false));
+    let target = realm.find_client("target").await.expect("read").expect("target");
+    assert!(!target.attributes.contains_key(PEERS_ATTRIBUTE));
+}

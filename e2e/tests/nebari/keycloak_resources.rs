@@ -418,3 +418,114 @@ async fn a_client_left_by_the_original_operator_is_adopted_only_when_the_platfor
         "running apps keep working"
     );
 }
+
+/// Exchanges `subject` through `requester` (its secret) for a token meant for `audience`: the status and body.
+async fn exchange(world: &World, requester: &str, secret: &str, subject: &str, audience: &str) -> (u16, Value) {
+    let response = reqwest::Client::new()
+        .post(format!(
+            "{}/realms/{REALM}/protocol/openid-connect/token",
+            world.keycloak.url()
+        ))
+        .form(&[
+            ("grant_type", "urn:ietf:params:oauth:grant-type:token-exchange"),
+            ("client_id", requester),
+            ("client_secret", secret),
+            ("subject_token", subject),
+            ("subject_token_type", "urn:ietf:params:oauth:token-type:access_token"),
+            ("audience", audience),
+        ])
+        .send()
+        .await
+        .expect("token endpoint answers");
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+/// The `aud` claim of a JWT.
+fn audiences(token: &str) -> Value {
+    use base64::Engine;
+    let payload = token.split('.').nth(1).expect("a JWT");
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .expect("base64url");
+    serde_json::from_slice::<Value>(&bytes).expect("claims")["aud"].clone()
+}
+
+#[tokio::test]
+async fn on_a_keycloak_with_standard_token_exchange_peers_get_the_attribute_and_audience_and_can_exchange() {
+    let world = World::start(Setup::default()).await;
+    let hooks = world.keycloak.hooks();
+    hooks.seed_user(&UserSeed::new(REALM, "alice")).expect("seed alice");
+    let ns = world.namespace.clone();
+    let (api, web) = (format!("{ns}-api"), format!("{ns}-web"));
+    world
+        .apply_app("web", json!({"routing": {}, "auth": {"enabled": true}}))
+        .await;
+    world.wait_ready("web").await;
+    world
+        .apply_app(
+            "api",
+            json!({"routing": {}, "auth": {"enabled": true, "tokenExchange": {"enabled": true}}}),
+        )
+        .await;
+    world.wait_ready("api").await;
+
+    // The server has v2 and not the v1 preview features: `auto` configures the requester, not the target.
+    let mapper = format!("token-exchange-{api}");
+    let granted = |client: &Value| {
+        client["attributes"]["standard.token.exchange.enabled"] == "true"
+            && client["protocolMappers"].as_array().is_some_and(|mappers| {
+                mappers
+                    .iter()
+                    .any(|m| m["name"] == mapper.as_str() && m["config"]["included.client.audience"] == api.as_str())
+            })
+    };
+    e2e::harness::wait_until("web may exchange for api", e2e::harness::Deadline::secs(30), || {
+        let client = world.keycloak_client(&web).unwrap_or_default();
+        let found = granted(&client);
+        async move { if found { Ok(Some(())) } else { Err(client.to_string()) } }
+    })
+    .await;
+    let target = world.keycloak_client(&api).expect("api client");
+    assert_eq!(target["attributes"]["nebari.dev/token-exchange-peers"], web.as_str());
+    assert!(
+        hooks.policy_names(REALM).is_empty(),
+        "no fine-grained admin permission objects with v2"
+    );
+
+    // A real exchange: alice's token for web becomes a token for api.
+    let secret = world
+        .secret_data("web-oidc-client")
+        .await
+        .and_then(|d| d.get("client-secret").cloned())
+        .expect("web's client secret");
+    let subject = hooks.login(REALM, &web, "alice").expect("alice's token for web");
+    let (status, body) = exchange(&world, &web, &secret, &subject, &api).await;
+    assert_eq!(status, 200, "{body}");
+    let token = body["access_token"].as_str().expect("access token");
+    assert_eq!(audiences(token), json!([api]));
+
+    // Token exchange off: the grant is withdrawn from web, and the exchange is refused.
+    world
+        .apply_app("api", json!({"routing": {}, "auth": {"enabled": true}}))
+        .await;
+    e2e::harness::wait_until("web's grant withdrawn", e2e::harness::Deadline::secs(30), || {
+        let client = world.keycloak_client(&web).unwrap_or_default();
+        let withdrawn = !granted(&client) && client["attributes"]["standard.token.exchange.enabled"] == "false";
+        async move {
+            if withdrawn {
+                Ok(Some(()))
+            } else {
+                Err(client.to_string())
+            }
+        }
+    })
+    .await;
+    let target = world.keycloak_client(&api).expect("api client");
+    assert!(
+        target["attributes"].get("nebari.dev/token-exchange-peers").is_none(),
+        "{target}"
+    );
+    let (status, body) = exchange(&world, &web, &secret, &subject, &api).await;
+    assert_eq!(status, 400, "{body}");
+}
