@@ -14,6 +14,7 @@ use kube::{Resource, ResourceExt};
 use serde_json::json;
 
 use super::FORCE_REPROVISION_ANNOTATION;
+use super::acceptance::{self, Verdict};
 use super::auth_hash::{self, auth_config_hash};
 use super::error::NebariAppError;
 use super::keycloak_sync::{self, Previous, ProvisionedClients};
@@ -91,6 +92,7 @@ impl Pass<'_> {
         };
         let routed = app.spec.routing.is_some();
         let policy_applied = auth.enforce_at_gateway && routed;
+        let mut verdict = Verdict::Accepted;
         if policy_applied {
             let policy = security_policy(
                 app,
@@ -100,7 +102,8 @@ impl Pass<'_> {
                 &credentials,
                 self.plan.is_tls(),
             );
-            self.children.apply(policy).await?;
+            let applied = self.children.apply(policy).await?;
+            verdict = acceptance::policy(&acceptance::json(&applied));
         }
         self.status.status.client_secret_ref = Some(ResourceReference {
             name: credentials.secret_name.clone(),
@@ -111,8 +114,10 @@ impl Pass<'_> {
             (true, false) => "OIDC client ready; no routing is managed, so nothing is enforced at the gateway",
             (false, _) => "OIDC client ready; the application handles the OIDC flow itself",
         };
-        self.status
-            .set(ConditionUpdate::ok(AUTH_READY, "AuthConfigured", message));
+        self.status.set(verdict.condition(
+            ConditionUpdate::ok(AUTH_READY, "AuthConfigured", message),
+            acceptance::PENDING_POLICY,
+        ));
         Ok(AuthOutcome {
             next: Outcome::Done,
             policy_applied,
@@ -189,7 +194,7 @@ impl Pass<'_> {
         let reuse = auth_hash::may_reuse_clients(
             existing.is_some(),
             forced,
-            framework::conditions::is_true(self.status.conditions(), AUTH_READY),
+            keycloak_was_ready(self.status.conditions()),
             self.status.status.auth_config_hash.as_deref(),
             &hash,
         );
@@ -311,4 +316,12 @@ impl Pass<'_> {
             .map_err(kube_error("removing the force-reprovision annotation"))?;
         Ok(())
     }
+}
+
+/// Whether the last pass finished the Keycloak side: AuthReady True, or held back only by the gateway (pending or
+/// refusing the SecurityPolicy), which says nothing about the clients.
+fn keycloak_was_ready(conditions: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition]) -> bool {
+    framework::conditions::is_true(conditions, AUTH_READY)
+        || framework::conditions::get(conditions, AUTH_READY)
+            .is_some_and(|c| acceptance::GATEWAY_AUTH_REASONS.contains(&c.reason.as_str()))
 }

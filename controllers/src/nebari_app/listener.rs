@@ -18,14 +18,15 @@ use kube::core::{DynamicObject, GroupVersionKind};
 use kube::discovery::ApiResource;
 use serde_json::{Value, json};
 
+use super::acceptance::{self, Verdict};
 use super::error::NebariAppError;
 use super::naming::AppNames;
 
 /// What ensuring the listener found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ListenerOutcome {
-    /// The listener is in place.
-    Ready,
+    /// The listener is in place; what the Gateway's status says about it.
+    Ready(Verdict),
     /// The Gateway refused it: same port, protocol and hostname as another listener.
     Conflict(String),
     /// The Gateway does not exist (the operator never creates shared Gateways).
@@ -77,7 +78,10 @@ impl<'a> ListenerWriter<'a> {
         if let Some((_, current)) = find_listener(&live, &self.names.listener())
             && framework::children::is_subset(&desired, current)
         {
-            return Ok(ListenerOutcome::Ready);
+            return Ok(ListenerOutcome::Ready(acceptance::listener(
+                &live,
+                &self.names.listener(),
+            )));
         }
         let body = gateway_apply_body(gateway, namespace, vec![desired]);
         let params = PatchParams::apply(&self.names.listener_field_manager(&self.ctx.field_manager)).force();
@@ -85,12 +89,16 @@ impl<'a> ListenerWriter<'a> {
             .patch(gateway, &params, &Patch::Apply(&body))
             .await
         {
-            Ok(_) => {
+            Ok(applied) => {
                 framework::changes::record(format!(
                     "applied listener {} on Gateway {namespace}/{gateway}",
                     self.names.listener()
                 ));
-                Ok(ListenerOutcome::Ready)
+                let applied = acceptance::json(&applied);
+                Ok(ListenerOutcome::Ready(acceptance::listener(
+                    &applied,
+                    &self.names.listener(),
+                )))
             }
             Err(error) if is_listener_conflict(&error) => Ok(ListenerOutcome::Conflict(format!(
                 "listener {} on Gateway {namespace}/{gateway} conflicts with another listener for {} (same port, \

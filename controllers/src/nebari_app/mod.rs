@@ -11,6 +11,7 @@
 //! Secret and the shared Gateways. Secrets are watched by metadata only (`framework::metadata`): their data
 //! never reaches the manager through a watch, reconciles read the one they need. There is no periodic polling.
 
+pub mod acceptance;
 pub mod auth;
 pub mod auth_hash;
 pub mod auth_policy;

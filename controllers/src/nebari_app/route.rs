@@ -16,6 +16,7 @@ use gateway_api::httproutes::{
 use kube::api::{Api, ObjectMeta};
 use kube::{Resource, ResourceExt};
 
+use super::acceptance::{self, Verdict};
 use super::error::NebariAppError;
 use super::reconcile::Pass;
 use super::status::ROUTING_READY;
@@ -211,13 +212,18 @@ impl Pass<'_> {
             section,
             tls: self.plan.is_tls(),
         };
-        self.children
+        let main = self
+            .children
             .apply(main_route(self.app, self.names.route(), &attachment))
             .await?;
+        let verdict_of =
+            |route: &HttpRoute| acceptance::route(&acceptance::json(route), &attachment.namespace, &attachment.gateway);
+        let mut verdicts = vec![verdict_of(&main)];
         let has_public = routing.public_routes.as_ref().is_some_and(|r| !r.is_empty());
         if has_public && auth_enforced(&self.app.spec) {
             if let Some(route) = public_route(self.app, self.names.public_route(), &attachment) {
-                self.children.apply(route).await?;
+                let public = self.children.apply(route).await?;
+                verdicts.push(verdict_of(&public));
             }
         } else if has_public {
             self.ctx
@@ -232,11 +238,19 @@ impl Pass<'_> {
                 )
                 .await;
         }
-        self.status.set(ConditionUpdate::ok(
+        let routed = ConditionUpdate::ok(
             ROUTING_READY,
             "HTTPRouteReady",
-            format!("HTTPRoute {} routes {}", self.names.route(), self.app.spec.hostname),
-        ));
+            format!(
+                "HTTPRoute {} routes {}, accepted by Gateway {}/{}",
+                self.names.route(),
+                self.app.spec.hostname,
+                attachment.namespace,
+                attachment.gateway
+            ),
+        );
+        self.status
+            .set(Verdict::worst(verdicts).condition(routed, acceptance::PENDING_ROUTE));
         Ok(())
     }
 

@@ -148,6 +148,7 @@ pub fn security_policy(
             }),
             authorization: (!groups.is_empty()).then(|| group_authorization(&groups)),
         },
+        status: None,
     }
 }
 

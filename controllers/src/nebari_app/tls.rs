@@ -11,6 +11,7 @@ use framework::error::kube_error;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ObjectMeta};
 
+use super::acceptance::{self, Verdict};
 use super::error::NebariAppError;
 use super::listener::{ListenerOutcome, ListenerWriter};
 use super::naming::AppNames;
@@ -126,11 +127,15 @@ impl Pass<'_> {
                 let outcome = listeners
                     .ensure(self.app, target_gateway, gateway_ns, &self.names.tls_secret())
                     .await?;
-                if let Some(problem) = listener_problem(outcome, gateway_ns, target_gateway) {
-                    self.status.set(problem);
-                    return Ok(settings.https_section.clone());
-                }
-                self.status.set(certificate_condition(&cert, &self.names));
+                let verdict = match listener_verdict(outcome, gateway_ns, target_gateway) {
+                    Ok(verdict) => verdict,
+                    Err(problem) => {
+                        self.status.set(problem);
+                        return Ok(settings.https_section.clone());
+                    }
+                };
+                self.status
+                    .set(verdict.condition(certificate_condition(&cert, &self.names), acceptance::PENDING_LISTENER));
                 Ok(self.names.listener())
             }
             TlsPlan::UserSecret { secret } => {
@@ -152,26 +157,32 @@ impl Pass<'_> {
                     return Ok(settings.https_section.clone());
                 }
                 let outcome = listeners.ensure(self.app, target_gateway, gateway_ns, secret).await?;
-                if let Some(problem) = listener_problem(outcome, gateway_ns, target_gateway) {
-                    self.status.set(problem);
-                    return Ok(settings.https_section.clone());
-                }
-                self.status
-                    .set(user_secret_condition(user_secret.as_ref(), gateway_ns, secret));
+                let verdict = match listener_verdict(outcome, gateway_ns, target_gateway) {
+                    Ok(verdict) => verdict,
+                    Err(problem) => {
+                        self.status.set(problem);
+                        return Ok(settings.https_section.clone());
+                    }
+                };
+                self.status.set(verdict.condition(
+                    user_secret_condition(user_secret.as_ref(), gateway_ns, secret),
+                    acceptance::PENDING_LISTENER,
+                ));
                 Ok(self.names.listener())
             }
         }
     }
 }
 
-/// `TLSReady` when the app's listener could not be put in place (the routes then use the shared listener).
-fn listener_problem(outcome: ListenerOutcome, gateway_ns: &str, gateway: &str) -> Option<ConditionUpdate> {
+/// What the Gateway says about the app's listener once it is in place, or `TLSReady` when it could not be put in
+/// place (the routes then use the shared listener).
+fn listener_verdict(outcome: ListenerOutcome, gateway_ns: &str, gateway: &str) -> Result<Verdict, ConditionUpdate> {
     match outcome {
-        ListenerOutcome::Ready => None,
+        ListenerOutcome::Ready(verdict) => Ok(verdict),
         ListenerOutcome::Conflict(message) => {
-            Some(ConditionUpdate::failed(TLS_READY, "GatewayListenerConflict", message))
+            Err(ConditionUpdate::failed(TLS_READY, "GatewayListenerConflict", message))
         }
-        ListenerOutcome::GatewayMissing => Some(ConditionUpdate::failed(
+        ListenerOutcome::GatewayMissing => Err(ConditionUpdate::failed(
             TLS_READY,
             "GatewayNotFound",
             format!("Gateway {gateway_ns}/{gateway} does not exist"),

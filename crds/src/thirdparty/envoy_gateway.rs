@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
     kind = "SecurityPolicy",
     plural = "securitypolicies",
     namespaced,
+    status = "SecurityPolicyStatus",
     schema = "disabled"
 )]
 #[serde(rename_all = "camelCase")]
@@ -27,6 +28,15 @@ pub struct SecurityPolicySpec {
     /// Who may pass: rules on the verified JWT's claims.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub authorization: Option<Authorization>,
+}
+
+/// What Envoy Gateway reports about a policy: per ancestor (the Gateway of a targeted route), Gateway API
+/// conditions such as `Accepted`. Kept as JSON: the operator only reads it.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct SecurityPolicyStatus {
+    /// One entry per ancestor, with `ancestorRef`, `controllerName` and `conditions`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ancestors: Vec<serde_json::Value>,
 }
 
 /// JWT authentication settings.

@@ -16,6 +16,7 @@ use kube::Client;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use e2e::fixtures::envoy_gateway::EnvoyGateway;
 use e2e::fixtures::{standins, third_party_crds};
 use e2e::harness::Kubectl;
 use e2e::harness::cluster::client_for;
@@ -63,6 +64,8 @@ pub struct Sandbox {
     manager: ManagerChild,
     shutdown: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
+    /// Reports on routes, policies and listeners as Envoy Gateway would (stops when dropped).
+    envoy_gateway: EnvoyGateway,
     nebari: surroundings::nebari::NebariSandbox,
     keystone: keystone::KeystoneSandbox,
     rancher: surroundings::rancher::ProjectSandbox,
@@ -99,6 +102,7 @@ impl Sandbox {
             client.clone(),
             shutdown.clone(),
         ))];
+        let envoy_gateway = EnvoyGateway::start(client.clone());
 
         // The manager runs as the shipped ServiceAccount, under the RBAC of manifests/default, as in a cluster.
         let home = options.work_dir.join("kubectl-home");
@@ -129,6 +133,7 @@ impl Sandbox {
             manager,
             shutdown,
             tasks,
+            envoy_gateway,
             nebari,
             keystone,
             rancher,
@@ -178,6 +183,7 @@ impl Sandbox {
     pub async fn stop(mut self) {
         self.manager.stop().await;
         self.shutdown.cancel();
+        self.envoy_gateway.stop();
         for task in self.tasks.drain(..) {
             let _ = task.await;
         }

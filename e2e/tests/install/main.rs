@@ -124,6 +124,7 @@ async fn the_manager_image_runs_as_the_service_account_until_the_nebariapp_sampl
     let surroundings = sandbox::surroundings::nebari::prepare(&cluster.client())
         .await
         .expect("prepare the sample's surroundings");
+    let _envoy_gateway = e2e::fixtures::envoy_gateway::EnvoyGateway::start(cluster.client());
     let mut args = vec!["--controllers=nebariapp".to_string()];
     args.extend(surroundings.manager_args());
     let manager = ManagerProcess::start(
@@ -143,7 +144,8 @@ async fn the_manager_image_runs_as_the_service_account_until_the_nebariapp_sampl
     )
     .await;
     assert!(ok, "{out}\n{err}");
-    // The cert-manager stand-in issues the sample's Certificate; the app is then Ready.
+    // The cert-manager stand-in issues the sample's Certificate and the Envoy Gateway stand-in accepts the
+    // route, policy and listener; the app is then Ready.
     // The app's name has a `-`, so its gateway-namespace names carry a hash (naming.rs).
     let certificate = controllers::nebari_app::naming::AppNames::new("default", "nebariapp-sample").certificate();
     let certificate = certificate.as_str();

@@ -7,6 +7,7 @@ mod support;
 
 mod auth;
 mod deletion;
+mod gateway_status;
 mod isolation;
 mod keycloak_resources;
 mod namespaced;

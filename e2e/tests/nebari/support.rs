@@ -1,11 +1,13 @@
 //! The world of one NebariApp test: its own API emulator with the NebariApp and third-party CRDs, the two shared
 //! Gateways (with a listener another tool owns), an opted-in namespace with the backend Service, its own Keycloak
 //! emulator with the `nebari` realm and the admin credentials Secret, and the real `manager` running only the
-//! NebariApp controller. The test plays cert-manager and Envoy Gateway through `e2e::fixtures::standins`.
+//! NebariApp controller. The test plays cert-manager through `e2e::fixtures::standins`; a stand-in Envoy Gateway
+//! (`e2e::fixtures::envoy_gateway`) reports on routes, policies and listeners.
 
 use std::collections::BTreeMap;
 
 use crds::nebari::NebariApp;
+use e2e::fixtures::envoy_gateway::EnvoyGateway;
 use e2e::fixtures::{standins, third_party_crds};
 use e2e::harness::kubectl::Kubectl;
 use e2e::harness::{Deadline, ManagerOptions, ManagerProcess, TestCluster, conditions, events, wait_until};
@@ -86,6 +88,8 @@ pub struct World {
     pub manager: Option<ManagerProcess>,
     /// The Keycloak emulator.
     pub keycloak: EmulatorHandle,
+    /// The stand-in Envoy Gateway, reporting on routes, policies and listeners (accepting unless told otherwise).
+    pub envoy_gateway: EnvoyGateway,
     /// The control plane.
     pub cluster: TestCluster,
     /// The test's (app) namespace.
@@ -183,9 +187,11 @@ impl World {
             cluster.create_namespace_named(&namespace, &[]).await;
             namespace
         };
+        let envoy_gateway = EnvoyGateway::start(cluster.client());
         let mut world = World {
             manager: None,
             keycloak,
+            envoy_gateway,
             cluster,
             namespace,
             namespaced: setup.namespaced,
@@ -590,17 +596,25 @@ impl World {
 
     /// API writes served so far.
     pub fn writes(&self) -> u64 {
-        self.cluster.write_requests()
+        self.write_breakdown().values().sum()
     }
 
-    /// API writes served so far, by `verb resource[/subresource]`.
+    /// API writes served so far, by `verb resource[/subresource]`, without the stand-in Envoy Gateway's status
+    /// writes (the operator never writes the status of routes, policies or Gateways).
     pub fn write_breakdown(&self) -> BTreeMap<String, u64> {
         let mut rows = BTreeMap::new();
         for row in self.cluster.emulator().hooks().counters() {
-            if matches!(
-                row.key.verb.as_str(),
-                "create" | "update" | "patch" | "delete" | "deletecollection"
-            ) {
+            let gateway_status = row.key.subresource == "status"
+                && matches!(
+                    row.key.resource.as_str(),
+                    "httproutes" | "securitypolicies" | "gateways"
+                );
+            if !gateway_status
+                && matches!(
+                    row.key.verb.as_str(),
+                    "create" | "update" | "patch" | "delete" | "deletecollection"
+                )
+            {
                 let sub = if row.key.subresource.is_empty() {
                     String::new()
                 } else {
