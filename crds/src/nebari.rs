@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -487,6 +487,36 @@ pub struct ServiceDiscoveryStatus {
     /// Groups required to see a private service.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub required_groups: Option<Vec<String>>,
+    /// The last health check of the service (landingPage.healthCheck, when the operator runs health checks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health: Option<ServiceHealth>,
+}
+
+/// What the last health check of a service found.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ServiceHealth {
+    /// Healthy (the endpoint answered 2xx or 3xx), Unhealthy (another status, an error or no answer in time), or
+    /// Unknown (not checked yet).
+    pub status: HealthStatus,
+    /// When the service was last checked (refreshed at least every ten intervals while nothing changes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_check_time: Option<Time>,
+    /// What the check found, e.g. "HTTP 503" or "no answer within 5s".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// The health of a service.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum HealthStatus {
+    /// The endpoint answered with a 2xx or 3xx status.
+    Healthy,
+    /// The endpoint answered with another status, failed, or did not answer in time.
+    Unhealthy,
+    /// Not checked yet.
+    #[default]
+    Unknown,
 }
 
 fn default_true() -> bool {

@@ -11,6 +11,7 @@ use crate::application_credential::KeystoneApplicationCredentialSettings;
 use crate::keycloak::KeycloakConnection;
 use crate::nebari_app::NebariAppSettings;
 use crate::nebari_app::auth_policy::{self, KeycloakPolicy};
+use crate::nebari_app::health::HealthCheckSettings;
 use crate::nebari_app::hostname::{HostnamePattern, HostnamePolicy};
 use crate::nebari_app::keycloak_groups::GroupPattern;
 use crate::nebari_app::token_exchange::TokenExchangeSetting;
@@ -212,6 +213,30 @@ pub struct NebariAppFlags {
         value_parser = clap::value_parser!(HostnamePattern)
     )]
     pub allowed_hostnames: Vec<HostnamePattern>,
+
+    /// Probe the health endpoint (`landingPage.healthCheck`) of every Ready app that enables it, and publish the
+    /// result in `status.serviceDiscovery.health` and `nebariapp_health_up`. Off by default: the manager must be
+    /// able to reach the apps' Services.
+    #[arg(long = "nebari-health-checks", env = "NEBARI_HEALTH_CHECKS", default_value_t = false)]
+    pub health_checks: bool,
+
+    /// Health checks in flight at once.
+    #[arg(
+        long = "nebari-health-check-concurrency",
+        env = "NEBARI_HEALTH_CHECK_CONCURRENCY",
+        default_value_t = 16,
+        value_parser = clap::value_parser!(u16).range(1..)
+    )]
+    pub health_check_concurrency: u16,
+
+    /// TEST ONLY: send every health check to this address instead of resolving the Service's name, so end-to-end
+    /// tests outside a cluster reach their stand-in app. Never set it in production.
+    #[arg(
+        long = "nebari-test-health-check-address",
+        env = "NEBARI_TEST_HEALTH_CHECK_ADDRESS",
+        hide = true
+    )]
+    pub test_health_check_address: Option<std::net::IpAddr>,
 
     /// Protocol mapper types an app may put on its Keycloak client (comma-separated).
     #[arg(
@@ -528,6 +553,11 @@ impl NebariAppFlags {
                 group_patterns: self.group_policy.clone(),
             },
             keycloak_token_exchange: self.token_exchange,
+            health_checks: HealthCheckSettings {
+                enabled: self.health_checks,
+                concurrency: usize::from(self.health_check_concurrency),
+                resolve_to: self.test_health_check_address,
+            },
         }
     }
 }

@@ -2,8 +2,9 @@
 
 use crds::nebari::{NebariApp, ServiceDiscoveryStatus};
 
-/// Computes the descriptor from spec.landingPage, the hostname, TLS and auth.
-pub fn service_discovery(app: &NebariApp, tls: bool) -> ServiceDiscoveryStatus {
+/// Computes the descriptor from spec.landingPage, the hostname, TLS and auth; the health the prober recorded is
+/// kept while `health_checks` (the operator runs them) and the app's health check is enabled.
+pub fn service_discovery(app: &NebariApp, tls: bool, health_checks: bool) -> ServiceDiscoveryStatus {
     let Some(page) = app.spec.landing_page.as_ref().filter(|p| p.enabled) else {
         return ServiceDiscoveryStatus {
             enabled: false,
@@ -33,6 +34,13 @@ pub fn service_discovery(app: &NebariApp, tls: bool) -> ServiceDiscoveryStatus {
         } else {
             None
         },
+        health: page
+            .health_check
+            .as_ref()
+            .filter(|check| check.enabled && health_checks)
+            .and(app.status.as_ref())
+            .and_then(|s| s.service_discovery.as_ref())
+            .and_then(|d| d.health.clone()),
     }
 }
 
@@ -54,7 +62,10 @@ mod tests {
     #[test]
     fn without_a_landing_page_the_app_is_not_listed() {
         let plain = app(json!({"hostname": "web.example.com", "service": {"name": "web", "port": 80}}));
-        assert_eq!(service_discovery(&plain, true), ServiceDiscoveryStatus::default());
+        assert_eq!(
+            service_discovery(&plain, true, false),
+            ServiceDiscoveryStatus::default()
+        );
     }
 
     #[test]
@@ -64,7 +75,7 @@ mod tests {
             "landingPage": {"enabled": true, "displayName": "Web", "priority": 5},
             "auth": {"enabled": true, "groups": ["admins"]},
         }));
-        let status = service_discovery(&listed, false);
+        let status = service_discovery(&listed, false, false);
         assert!(status.enabled);
         assert_eq!(
             status.url.as_deref(),
@@ -82,7 +93,7 @@ mod tests {
             "hostname": "web.example.com", "service": {"name": "web", "port": 80},
             "landingPage": {"enabled": true, "displayName": "Web", "externalUrl": "https://docs.example.com"},
         }));
-        let status = service_discovery(&public, true);
+        let status = service_discovery(&public, true, false);
         assert_eq!(status.url.as_deref(), Some("https://docs.example.com"));
         assert_eq!(status.visibility.as_deref(), Some("public"));
         assert_eq!(status.required_groups, None);

@@ -18,6 +18,7 @@ pub mod auth_policy;
 pub mod cleanup;
 pub mod discovery;
 pub mod error;
+pub mod health;
 pub mod hostname;
 pub mod keycloak_groups;
 pub mod keycloak_sync;
@@ -87,6 +88,8 @@ pub struct NebariAppController {
     pub peers: Peers<NebariApp>,
     /// Which token exchange the server has (`--keycloak-token-exchange=auto`).
     pub token_exchange: token_exchange::Detector,
+    /// The health checks of the apps on the landing page.
+    pub health: Arc<health::Prober>,
 }
 
 impl NebariAppController {
@@ -96,6 +99,10 @@ impl NebariAppController {
         kube: kube::Client,
         metrics: Option<framework::metrics::Metrics>,
     ) -> Result<Self, StartError> {
+        let health = health::Prober::new(settings.health_checks.clone(), metrics.as_ref()).map_err(|e| StartError {
+            controller: NAME,
+            message: e.to_string(),
+        })?;
         let keycloak = settings.keycloak.client(kube, metrics).map_err(|e| StartError {
             controller: NAME,
             message: e.to_string(),
@@ -106,6 +113,7 @@ impl NebariAppController {
             clock: Arc::new(SystemClock),
             peers: Peers::default(),
             token_exchange: token_exchange::Detector::default(),
+            health: Arc::new(health),
         })
     }
 
@@ -156,6 +164,7 @@ impl Reconciler for NebariAppController {
     fn watches(&self, triggers: Triggers<NebariApp>, scope: &Scope) -> Triggers<NebariApp> {
         let store = triggers.store();
         self.peers.register(store.clone(), scope.namespace());
+        self.health.register(store.clone());
         let managed =
             watcher::Config::default().labels(&format!("{}={MANAGED_BY}", framework::children::LABEL_MANAGED_BY));
 
@@ -332,6 +341,16 @@ fn apps_sharing_hostname(store: &Store<NebariApp>, changed: &NebariApp) -> Vec<O
 /// Starts the controller (the manager's registry entry).
 pub fn start(runtime: &Runtime, settings: NebariAppSettings) -> Result<Running, StartError> {
     let controller = NebariAppController::new(settings, runtime.client.clone(), Some(runtime.metrics.clone()))?;
+    let events = framework::events::EventPublisher::new(
+        runtime.client.clone(),
+        &format!("{}-{NAME}", runtime.defaults.field_manager_prefix),
+    );
+    tokio::spawn(
+        controller
+            .health
+            .clone()
+            .run(runtime.client.clone(), events, runtime.shutdown.clone()),
+    );
     Ok(framework::runner::start(Arc::new(controller), runtime))
 }
 

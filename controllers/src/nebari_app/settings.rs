@@ -1,6 +1,7 @@
 //! What the NebariApp controller is configured with: the shared Gateways, the certificate issuer and Keycloak.
 
 use super::auth_policy::KeycloakPolicy;
+use super::health::HealthCheckSettings;
 use super::hostname::HostnamePolicy;
 use super::token_exchange::TokenExchangeSetting;
 use crate::keycloak::KeycloakConnection;
@@ -34,6 +35,8 @@ pub struct NebariAppSettings {
     pub keycloak_policy: KeycloakPolicy,
     /// Which token exchange to configure (`--keycloak-token-exchange`).
     pub keycloak_token_exchange: TokenExchangeSetting,
+    /// Health checks of the apps on the landing page (`--nebari-health-checks`).
+    pub health_checks: HealthCheckSettings,
 }
 
 impl NebariAppSettings {
@@ -82,6 +85,7 @@ impl NebariAppSettings {
             keycloak_external_url: None,
             allowed_hostnames: HostnamePolicy::default(),
             keycloak_token_exchange: TokenExchangeSetting::Auto,
+            health_checks: HealthCheckSettings::default(),
             keycloak_policy: KeycloakPolicy::default(),
         }
     }
