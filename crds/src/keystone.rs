@@ -248,6 +248,19 @@ pub struct KeystoneAPISpec {
     /// Keystone region.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub region: Option<String>,
+    /// TLS settings of the Keystone endpoints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<KeystoneAPITls>,
+}
+
+/// The part of keystone-operator's TLS settings a client needs: which CA signed the endpoints' certificates.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct KeystoneAPITls {
+    /// A Secret in the KeystoneAPI's namespace holding the CA bundle (key `tls-ca-bundle.pem`) for https
+    /// endpoints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_bundle_secret_name: Option<String>,
 }
 
 /// The parts of a KeystoneAPI's status the controller reads.
@@ -294,6 +307,16 @@ impl KeystoneAPI {
     /// The `Ready` condition, if keystone-operator has set one.
     pub fn ready_condition(&self) -> Option<&KeystoneAPICondition> {
         self.status.as_ref()?.conditions.iter().find(|c| c.type_ == "Ready")
+    }
+
+    /// The Secret holding the CA bundle of https endpoints (`spec.tls.caBundleSecretName`), if named.
+    pub fn ca_bundle_secret(&self) -> Option<&str> {
+        self.spec
+            .tls
+            .as_ref()?
+            .ca_bundle_secret_name
+            .as_deref()
+            .filter(|name| !name.is_empty())
     }
 
     /// The base URL of the given endpoint type (`internal`, `public`), if published.

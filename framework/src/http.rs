@@ -6,6 +6,7 @@
 //! bearer token per credential until shortly before it expires.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rand::Rng;
@@ -16,6 +17,7 @@ use tokio::sync::Mutex;
 use crate::backoff::BackoffPolicy;
 use crate::metrics::Metrics;
 use crate::sanitize;
+use crate::trust::{TrustSettings, TrustedClients};
 
 /// Timeouts and retry budget of one external API.
 #[derive(Clone, Debug)]
@@ -95,6 +97,29 @@ pub enum HttpError {
         /// A sanitized cause.
         detail: String,
     },
+    /// The server's certificate is not trusted: signed by a CA the operator was not told to trust, expired, or
+    /// issued for another name.
+    #[error("{api} {operation}: the TLS certificate of {host} is not trusted by {trust} ({detail})")]
+    Untrusted {
+        /// Which system.
+        api: &'static str,
+        /// What we were doing.
+        operation: &'static str,
+        /// The server's host name.
+        host: String,
+        /// What the operator trusts for this system ([`crate::trust::TrustSettings::describe`]).
+        trust: String,
+        /// What the TLS library reported, sanitized.
+        detail: String,
+    },
+    /// The CA bundle configured for the system cannot be used.
+    #[error("{api}: {detail}")]
+    Trust {
+        /// Which system.
+        api: &'static str,
+        /// What is wrong with the bundle.
+        detail: String,
+    },
 }
 
 impl HttpError {
@@ -103,8 +128,17 @@ impl HttpError {
         match self {
             HttpError::Timeout { .. } | HttpError::Unreachable { .. } => true,
             HttpError::Status { status, .. } => is_transient_status(*status),
-            HttpError::Decode { .. } | HttpError::Setup { .. } => false,
+            HttpError::Decode { .. }
+            | HttpError::Setup { .. }
+            | HttpError::Untrusted { .. }
+            | HttpError::Trust { .. } => false,
         }
+    }
+
+    /// Whether the failure is about TLS trust (an untrusted certificate or an unusable CA bundle): the condition
+    /// reason `TLSVerificationFailed`.
+    pub fn is_trust(&self) -> bool {
+        matches!(self, HttpError::Untrusted { .. } | HttpError::Trust { .. })
     }
 
     /// The HTTP status, when the server answered.
@@ -156,26 +190,54 @@ pub struct ExternalApi {
     client: reqwest::Client,
     settings: HttpSettings,
     metrics: Option<Metrics>,
+    trust: TrustSettings,
+    clients: Arc<TrustedClients>,
+}
+
+/// The builder every client of a system starts from: its timeouts, our user agent, and no redirects (a redirect
+/// could carry credentials to another host; it is reported as the 3xx it is).
+fn base_builder(settings: &HttpSettings) -> reqwest::ClientBuilder {
+    reqwest::Client::builder()
+        .connect_timeout(settings.connect_timeout)
+        .timeout(settings.request_timeout)
+        .user_agent(concat!("platform-operator/", env!("CARGO_PKG_VERSION")))
+        .redirect(reqwest::redirect::Policy::none())
 }
 
 impl ExternalApi {
-    /// Builds the client for the system named `api` (used in messages and as the metric label).
+    /// Builds the client for the system named `api` (used in messages and as the metric label), trusting the
+    /// public CA roots.
     pub fn new(api: &'static str, settings: HttpSettings, metrics: Option<Metrics>) -> Result<Self, HttpError> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(settings.connect_timeout)
-            .timeout(settings.request_timeout)
-            .user_agent(concat!("platform-operator/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| HttpError::Setup {
-                api,
-                detail: sanitize::sanitize(&e.to_string()),
-            })?;
+        Self::with_trust(api, settings, metrics, None, TrustSettings::default())
+    }
+
+    /// Builds the client for `api` trusting what `trust` says; CA bundles are read through `kube`.
+    pub fn with_trust(
+        api: &'static str,
+        settings: HttpSettings,
+        metrics: Option<Metrics>,
+        kube: Option<kube::Client>,
+        trust: TrustSettings,
+    ) -> Result<Self, HttpError> {
+        let client = base_builder(&settings).build().map_err(|e| HttpError::Setup {
+            api,
+            detail: sanitize::sanitize(&e.to_string()),
+        })?;
+        let for_clients = settings.clone();
+        let clients = TrustedClients::new(kube, Box::new(move || base_builder(&for_clients)));
         Ok(Self {
             api,
             client,
             settings,
             metrics,
+            trust,
+            clients: Arc::new(clients),
         })
+    }
+
+    /// What this system's server certificate is verified against by default.
+    pub fn trust(&self) -> &TrustSettings {
+        &self.trust
     }
 
     /// The system's name.
@@ -198,6 +260,21 @@ impl ExternalApi {
         request: RequestBuilder,
         explain: fn(&[u8]) -> Option<String>,
     ) -> Result<Response, HttpError> {
+        let trust = self.trust.clone();
+        self.send_trusting(&trust, operation, idempotency, request, explain)
+            .await
+    }
+
+    /// [`Self::send`], verifying the server against `trust` instead of the system's default (an endpoint that
+    /// names its own CA bundle).
+    pub async fn send_trusting(
+        &self,
+        trust: &TrustSettings,
+        operation: &'static str,
+        idempotency: Idempotency,
+        request: RequestBuilder,
+        explain: fn(&[u8]) -> Option<String>,
+    ) -> Result<Response, HttpError> {
         let attempts = match idempotency {
             Idempotency::Idempotent => self.settings.retries + 1,
             Idempotency::Once => 1,
@@ -206,9 +283,9 @@ impl ExternalApi {
         for attempt in 1..=attempts {
             let Some(this_try) = request.try_clone() else {
                 // Streaming bodies cannot be cloned: send once.
-                return self.send_once(operation, request, explain).await;
+                return self.send_once(trust, operation, request, explain).await;
             };
-            match self.send_once(operation, this_try, explain).await {
+            match self.send_once(trust, operation, this_try, explain).await {
                 Ok(response) => return Ok(response),
                 Err(error) if error.is_transient() && attempt < attempts => {
                     let delay = self.settings.backoff.delay(attempt, &mut rand::rng());
@@ -227,15 +304,37 @@ impl ExternalApi {
 
     async fn send_once(
         &self,
+        trust: &TrustSettings,
         operation: &'static str,
         request: RequestBuilder,
         explain: fn(&[u8]) -> Option<String>,
     ) -> Result<Response, HttpError> {
-        let (client, request) = request.build_split();
+        let (_, request) = request.build_split();
         let request = request.map_err(|e| self.transport_error(operation, &e))?;
+        let client = self.clients.client(trust).await.map_err(|e| HttpError::Trust {
+            api: self.api,
+            detail: sanitize::sanitize(&e.to_string()),
+        })?;
+        let host = request.url().host_str().unwrap_or_default().to_string();
         let writes = !matches!(*request.method(), Method::GET | Method::HEAD);
         let started = Instant::now();
         let result = client.execute(request).await;
+        if let Err(error) = &result
+            && let Some(detail) = certificate_problem(error)
+        {
+            // Read the bundle again before the next attempt: the CA may just have been fixed.
+            self.clients.recheck(trust).await;
+            if let Some(metrics) = &self.metrics {
+                metrics.observe_external_request(self.api, operation, "error", started.elapsed());
+            }
+            return Err(HttpError::Untrusted {
+                api: self.api,
+                operation,
+                host,
+                trust: trust.describe(),
+                detail,
+            });
+        }
         let elapsed = started.elapsed();
         let code = match &result {
             Ok(response) => response.status().as_u16().to_string(),
@@ -313,6 +412,23 @@ impl ExternalApi {
             detail: format!("invalid JSON at line {} column {}", e.line(), e.column()),
         })
     }
+}
+
+/// What the TLS layer said when it refused the server's certificate, if that is why `error` happened.
+fn certificate_problem(error: &reqwest::Error) -> Option<String> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(current) = source {
+        let text = current.to_string();
+        if text.contains("certificate") || text.contains("UnknownIssuer") {
+            let detail = text
+                .rsplit_once("invalid peer certificate: ")
+                .map_or(text.as_str(), |(_, rest)| rest)
+                .to_string();
+            return Some(sanitize::sanitize(&detail));
+        }
+        source = current.source();
+    }
+    None
 }
 
 /// A credential held until shortly before it expires.

@@ -37,6 +37,7 @@ pub mod secrets;
 pub mod shutdown;
 pub mod status;
 pub mod triggers;
+pub mod trust;
 
 pub use error::{ErrorCategory, ReconcileError};
 pub use runner::{Context, Outcome, Reconciler};

@@ -4,11 +4,15 @@
 use crds::keystone::KeystoneAPI;
 use framework::error::KubeError;
 use framework::sanitize;
+use framework::trust::{BundleKind, BundleRef, TrustSettings};
 use kube::api::{Api, ListParams};
 use kube::{Client, ResourceExt};
 
 use super::error::AcError;
 use crate::keystone::Endpoint;
+
+/// The key of keystone-operator's CA bundle Secrets (`spec.tls.caBundleSecretName`).
+pub const CA_BUNDLE_KEY: &str = "tls-ca-bundle.pem";
 
 /// The endpoint type read from `status.apiEndpoints`, and the one used when it is absent.
 const PREFERRED_ENDPOINT: &str = "internal";
@@ -99,7 +103,18 @@ pub fn select(namespace: &str, apis: &[KeystoneAPI]) -> Result<Resolved, AcError
         (None, Some(url)) => (FALLBACK_ENDPOINT, url),
         (None, None) => return Err(AcError::KeystoneApiNoEndpoint { name }),
     };
-    let endpoint = Endpoint::parse(url).map_err(AcError::InvalidEndpoint)?;
+    let mut endpoint = Endpoint::parse(url).map_err(AcError::InvalidEndpoint)?;
+    if let (Some(secret), true) = (api.ca_bundle_secret(), endpoint.as_str().starts_with("https://")) {
+        endpoint = endpoint.with_trust(TrustSettings {
+            bundle: Some(BundleRef {
+                kind: BundleKind::Secret,
+                namespace: namespace.to_string(),
+                name: secret.to_string(),
+                key: CA_BUNDLE_KEY.to_string(),
+            }),
+            ..TrustSettings::default()
+        });
+    }
     Ok(Resolved {
         endpoint,
         source: Source::KeystoneApi { name, endpoint_type },

@@ -150,6 +150,7 @@ impl ReconcileError for AcError {
             AcError::PasswordKeyMissing { .. } => "PasswordKeyMissing",
             AcError::Keystone { source } => match source {
                 KeystoneError::AuthenticationFailed { .. } => "KeystoneAuthenticationFailed",
+                KeystoneError::Http(error) if error.is_trust() => crate::keycloak::TLS_VERIFICATION_FAILED,
                 error if error.is_unavailable() => "KeystoneUnavailable",
                 _ => "KeystoneRequestFailed",
             },

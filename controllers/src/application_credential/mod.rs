@@ -57,6 +57,8 @@ pub struct KeystoneApplicationCredentialSettings {
     /// Keystone base URL used when the KeystoneAPI kind (keystone-operator) is not installed; where it is, each
     /// namespace's KeystoneAPI names Keystone.
     pub fallback_url: Option<String>,
+    /// What the certificate of `fallback_url` is verified against.
+    pub fallback_trust: framework::trust::TrustSettings,
     /// Domain of the service users.
     pub user_domain: String,
     /// Project the service users' tokens are scoped to (application credentials belong to it).
@@ -83,6 +85,7 @@ impl ApplicationCredentialController {
     pub fn new(
         settings: &KeystoneApplicationCredentialSettings,
         metrics: Option<framework::metrics::Metrics>,
+        kube: Option<kube::Client>,
     ) -> Result<Self, StartError> {
         let invalid = |message: String| StartError {
             controller: NAME,
@@ -93,11 +96,11 @@ impl ApplicationCredentialController {
             ..HttpSettings::default()
         };
         let counters = metrics::CredentialMetrics::new(metrics.as_ref()).map_err(|e| invalid(e.to_string()))?;
-        let keystone = KeystoneClient::new(http, metrics).map_err(|e| invalid(e.to_string()))?;
+        let keystone = KeystoneClient::new(http, metrics, kube).map_err(|e| invalid(e.to_string()))?;
         let fallback_endpoint = settings
             .fallback_url
             .as_deref()
-            .map(Endpoint::parse)
+            .map(|url| Endpoint::parse(url).map(|e| e.with_trust(settings.fallback_trust.clone())))
             .transpose()
             .map_err(|e| invalid(format!("--keystone-url: {e}")))?;
         let clock: Arc<dyn Clock> = match settings.test_clock_offset_seconds {
@@ -219,7 +222,8 @@ fn keystone_api_changes(api: Api<KeystoneAPI>) -> impl Stream<Item = ()> + Send 
 
 /// Starts the controller with its settings.
 pub fn start(runtime: &Runtime, settings: &KeystoneApplicationCredentialSettings) -> Result<Running, StartError> {
-    let controller = ApplicationCredentialController::new(settings, Some(runtime.metrics.clone()))?;
+    let controller =
+        ApplicationCredentialController::new(settings, Some(runtime.metrics.clone()), Some(runtime.client.clone()))?;
     Ok(framework::runner::start(Arc::new(controller), runtime))
 }
 

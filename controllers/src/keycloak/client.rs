@@ -1,6 +1,7 @@
 //! The connection to one Keycloak server: configuration, the cached admin token, and the request core every
 //! typed call goes through (URL building, bearer header, one retry after a 401, error mapping, pagination).
 
+use framework::trust::TrustSettings;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -73,6 +74,17 @@ impl KeycloakClient {
         provider: Arc<dyn CredentialsProvider>,
         metrics: Option<Metrics>,
     ) -> Result<Self, KeycloakError> {
+        Self::with_trust(config, provider, metrics, None, TrustSettings::default())
+    }
+
+    /// [`Self::new`], verifying Keycloak's certificate against `trust` (CA bundles are read through `kube`).
+    pub fn with_trust(
+        config: KeycloakConfig,
+        provider: Arc<dyn CredentialsProvider>,
+        metrics: Option<Metrics>,
+        kube: Option<kube::Client>,
+        trust: TrustSettings,
+    ) -> Result<Self, KeycloakError> {
         let invalid = |reason: &str| KeycloakError::InvalidInput {
             operation: "configure client",
             reason: reason.into(),
@@ -84,7 +96,7 @@ impl KeycloakClient {
         if config.page_size == 0 {
             return Err(invalid("the page size must be at least 1"));
         }
-        let api = ExternalApi::new(API, config.http, metrics)?;
+        let api = ExternalApi::with_trust(API, config.http, metrics, kube, trust)?;
         Ok(Self {
             inner: Arc::new(Inner {
                 api,

@@ -1,6 +1,7 @@
 //! How to reach Keycloak and log in as its administrator: the connection settings every controller that
 //! provisions in Keycloak shares (NebariApp's clients, ManagedRancherProject's groups), each with its own values.
 
+use framework::trust::TrustSettings;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,6 +24,8 @@ pub struct KeycloakConnection {
     pub admin_secret: SecretRef,
     /// How long one request may take.
     pub request_timeout: Duration,
+    /// What Keycloak's TLS certificate is verified against.
+    pub trust: TrustSettings,
 }
 
 impl KeycloakConnection {
@@ -34,8 +37,8 @@ impl KeycloakConnection {
             request_timeout: self.request_timeout.max(Duration::from_secs(1)),
             ..HttpSettings::default()
         };
-        let provider = SecretCredentials::new(kube, &self.admin_secret.namespace, &self.admin_secret.name);
-        KeycloakClient::new(config, Arc::new(provider), metrics)
+        let provider = SecretCredentials::new(kube.clone(), &self.admin_secret.namespace, &self.admin_secret.name);
+        KeycloakClient::with_trust(config, Arc::new(provider), metrics, Some(kube), self.trust.clone())
     }
 
     /// The admin client scoped to `realm`.

@@ -5,6 +5,9 @@ use framework::http::HttpError;
 use framework::{ErrorCategory, ReconcileError};
 use reqwest::StatusCode;
 
+/// The condition reason of a failure to trust a server's TLS certificate (shared by every controller).
+pub const TLS_VERIFICATION_FAILED: &str = "TLSVerificationFailed";
+
 /// What kind of failure a Keycloak call ended in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ErrorKind {
@@ -22,6 +25,8 @@ pub enum ErrorKind {
     Unavailable,
     /// The request is wrong for Keycloak, or Keycloak answered something the client cannot use.
     Invalid,
+    /// Keycloak's TLS certificate is not trusted, or the CA bundle configured for it cannot be used.
+    Untrusted,
 }
 
 /// A failed Keycloak call.
@@ -120,6 +125,7 @@ fn http_kind(error: &HttpError) -> ErrorKind {
     match error {
         HttpError::Timeout { .. } | HttpError::Unreachable { .. } => ErrorKind::Unavailable,
         HttpError::Decode { .. } | HttpError::Setup { .. } => ErrorKind::Invalid,
+        HttpError::Untrusted { .. } | HttpError::Trust { .. } => ErrorKind::Untrusted,
         HttpError::Status { status, .. } => match *status {
             StatusCode::NOT_FOUND => ErrorKind::NotFound,
             StatusCode::CONFLICT => ErrorKind::Conflict,
@@ -139,9 +145,14 @@ impl ReconcileError for KeycloakError {
             (KeycloakError::CredentialsUnavailable { .. }, _) => ErrorCategory::Dependency,
             (_, ErrorKind::NotFound) => ErrorCategory::Dependency,
             (_, ErrorKind::Conflict | ErrorKind::Unavailable) => ErrorCategory::Transient,
-            (_, ErrorKind::Unauthorized | ErrorKind::Forbidden | ErrorKind::FeatureDisabled | ErrorKind::Invalid) => {
-                ErrorCategory::Invalid
-            }
+            (
+                _,
+                ErrorKind::Unauthorized
+                | ErrorKind::Forbidden
+                | ErrorKind::FeatureDisabled
+                | ErrorKind::Invalid
+                | ErrorKind::Untrusted,
+            ) => ErrorCategory::Invalid,
         }
     }
 
@@ -155,6 +166,7 @@ impl ReconcileError for KeycloakError {
             (_, ErrorKind::FeatureDisabled) => "KeycloakFeatureDisabled",
             (_, ErrorKind::Unavailable) => "KeycloakUnavailable",
             (_, ErrorKind::Invalid) => "KeycloakInvalidRequest",
+            (_, ErrorKind::Untrusted) => TLS_VERIFICATION_FAILED,
         }
     }
 }

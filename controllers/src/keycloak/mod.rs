@@ -50,7 +50,7 @@ pub use clients::{
 };
 pub use connection::KeycloakConnection;
 pub use credentials::{ADMIN_CLI, Credentials, CredentialsProvider, StaticCredentials};
-pub use error::{ErrorKind, KeycloakError};
+pub use error::{ErrorKind, KeycloakError, TLS_VERIFICATION_FAILED};
 pub use groups::{MAX_GROUP_NAME_CHARS, check_group_name};
 pub use mappers::MapperChange;
 pub use scopes::{ClientScopeSpec, DefaultScopeSync};

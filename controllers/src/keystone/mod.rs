@@ -21,6 +21,7 @@ use framework::ErrorCategory;
 use framework::http::{ExternalApi, HttpError, HttpSettings, Idempotency, TokenCache, credential_fingerprint};
 use framework::metrics::Metrics;
 use framework::sanitize;
+use framework::trust::TrustSettings;
 use jiff::Timestamp;
 use reqwest::StatusCode;
 use secrecy::{ExposeSecret, SecretString};
@@ -103,6 +104,8 @@ impl KeystoneError {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Endpoint {
     base: String,
+    /// What the server's certificate is verified against (a KeystoneAPI's `spec.tls.caBundleSecretName`).
+    pub trust: TrustSettings,
 }
 
 impl Endpoint {
@@ -126,7 +129,16 @@ impl Endpoint {
         if let Some(stripped) = base.strip_suffix("/v3") {
             base = stripped.to_string();
         }
-        Ok(Self { base })
+        Ok(Self {
+            base,
+            trust: TrustSettings::default(),
+        })
+    }
+
+    /// The same endpoint, verified against `trust`.
+    pub fn with_trust(mut self, trust: TrustSettings) -> Self {
+        self.trust = trust;
+        self
     }
 
     /// The base URL without `/v3`, for messages.
@@ -269,10 +281,15 @@ pub struct KeystoneClient {
 }
 
 impl KeystoneClient {
-    /// A client with the given timeouts and retry budget, recording `external_api_*{api="keystone"}` metrics.
-    pub fn new(settings: HttpSettings, metrics: Option<Metrics>) -> Result<Self, KeystoneError> {
+    /// A client with the given timeouts and retry budget, recording `external_api_*{api="keystone"}` metrics;
+    /// CA bundles endpoints name are read through `kube`.
+    pub fn new(
+        settings: HttpSettings,
+        metrics: Option<Metrics>,
+        kube: Option<kube::Client>,
+    ) -> Result<Self, KeystoneError> {
         Ok(Self {
-            http: ExternalApi::new(API_NAME, settings, metrics)?,
+            http: ExternalApi::with_trust(API_NAME, settings, metrics, kube, TrustSettings::default())?,
             sessions: StdMutex::new(HashMap::new()),
         })
     }
@@ -312,7 +329,13 @@ impl KeystoneClient {
         // Logging in twice is harmless, so transient failures are retried.
         let response = self
             .http
-            .send(OPERATION, Idempotency::Idempotent, request, wire::error_message)
+            .send_trusting(
+                &user.endpoint.trust,
+                OPERATION,
+                Idempotency::Idempotent,
+                request,
+                wire::error_message,
+            )
             .await;
         let response = match response {
             Ok(response) => response,
@@ -418,7 +441,13 @@ impl KeystoneClient {
                 // create whose answer was lost may be sent again.
                 match self
                     .http
-                    .send(OPERATION, Idempotency::Idempotent, request, wire::error_message)
+                    .send_trusting(
+                        &user.endpoint.trust,
+                        OPERATION,
+                        Idempotency::Idempotent,
+                        request,
+                        wire::error_message,
+                    )
                     .await
                 {
                     Ok(response) => {
@@ -456,7 +485,13 @@ impl KeystoneClient {
             }
             let response = self
                 .http
-                .send(operation, Idempotency::Idempotent, request, wire::error_message)
+                .send_trusting(
+                    &user.endpoint.trust,
+                    operation,
+                    Idempotency::Idempotent,
+                    request,
+                    wire::error_message,
+                )
                 .await?;
             let list: wire::ListResponse = self.http.json(operation, response).await?;
             list.application_credentials
@@ -499,7 +534,13 @@ impl KeystoneClient {
                 .header("X-Auth-Token", session.token.expose_secret());
             match self
                 .http
-                .send(OPERATION, Idempotency::Idempotent, request, wire::error_message)
+                .send_trusting(
+                    &user.endpoint.trust,
+                    OPERATION,
+                    Idempotency::Idempotent,
+                    request,
+                    wire::error_message,
+                )
                 .await
             {
                 Ok(_) => Ok(true),
@@ -525,7 +566,13 @@ impl KeystoneClient {
             .json(&wire::application_credential_login(id, secret));
         match self
             .http
-            .send(OPERATION, Idempotency::Idempotent, request, wire::error_message)
+            .send_trusting(
+                &endpoint.trust,
+                OPERATION,
+                Idempotency::Idempotent,
+                request,
+                wire::error_message,
+            )
             .await
         {
             Ok(_) => Ok(true),

@@ -19,6 +19,7 @@ use crate::rancher::RancherConnection;
 use crate::rancher_inventory::RancherInventorySettings;
 use crate::rancher_project::RancherProjectSettings;
 use crate::rancher_project::policy::RancherPolicy;
+use framework::trust::{BundleRef, TrustSettings};
 
 /// A Kubernetes operator hosting the NebariApp, KeystoneApplicationCredential and ManagedRancherProject
 /// controllers in one process.
@@ -203,6 +204,30 @@ pub struct NebariAppFlags {
     )]
     pub keycloak_api_timeout_seconds: u64,
 
+    /// CA bundle Keycloak's TLS certificate is verified against instead of the public CA roots:
+    /// `secret:<namespace>/<name>[:<key>]` or `configmap:<namespace>/<name>[:<key>]` (key `ca.crt` by default),
+    /// re-read when it changes.
+    #[arg(long = "keycloak-ca-bundle", env = "KEYCLOAK_CA_BUNDLE")]
+    pub keycloak_ca_bundle: Option<BundleRef>,
+
+    /// Trust the system trust store (the image's CA certificates) for Keycloak too.
+    #[arg(
+        long = "keycloak-ca-system-trust",
+        env = "KEYCLOAK_CA_SYSTEM_TRUST",
+        default_value_t = false
+    )]
+    pub keycloak_ca_system_trust: bool,
+
+    /// Do not verify Keycloak's TLS certificate at all. Insecure: anyone on the network path can impersonate
+    /// it and read the operator's credentials; logged loudly. For self-signed servers nobody can distribute a CA
+    /// for.
+    #[arg(
+        long = "keycloak-insecure-skip-verify",
+        env = "KEYCLOAK_INSECURE_SKIP_VERIFY",
+        default_value_t = false
+    )]
+    pub keycloak_insecure_skip_verify: bool,
+
     /// Hostnames each namespace's apps may serve, comma-separated patterns with a `{namespace}` placeholder
     /// (`{namespace}.apps.example.com,*.{namespace}.example.com`). Empty allows every hostname; either way a
     /// hostname belongs to the namespace that claimed it first.
@@ -296,6 +321,30 @@ pub struct KeystoneFlags {
     #[arg(long = "keystone-url", env = "KEYSTONE_URL")]
     pub keystone_url: Option<String>,
 
+    /// CA bundle the Keystone of `--keystone-url` (a KeystoneAPI names its own CA bundle in `spec.tls.caBundleSecretName`)'s TLS certificate is verified against instead of the public CA roots:
+    /// `secret:<namespace>/<name>[:<key>]` or `configmap:<namespace>/<name>[:<key>]` (key `ca.crt` by default),
+    /// re-read when it changes.
+    #[arg(long = "keystone-ca-bundle", env = "KEYSTONE_CA_BUNDLE")]
+    pub keystone_ca_bundle: Option<BundleRef>,
+
+    /// Trust the system trust store (the image's CA certificates) for the Keystone of `--keystone-url` (a KeystoneAPI names its own CA bundle in `spec.tls.caBundleSecretName`) too.
+    #[arg(
+        long = "keystone-ca-system-trust",
+        env = "KEYSTONE_CA_SYSTEM_TRUST",
+        default_value_t = false
+    )]
+    pub keystone_ca_system_trust: bool,
+
+    /// Do not verify the Keystone of `--keystone-url` (a KeystoneAPI names its own CA bundle in `spec.tls.caBundleSecretName`)'s TLS certificate at all. Insecure: anyone on the network path can impersonate
+    /// it and read the operator's credentials; logged loudly. For self-signed servers nobody can distribute a CA
+    /// for.
+    #[arg(
+        long = "keystone-insecure-skip-verify",
+        env = "KEYSTONE_INSECURE_SKIP_VERIFY",
+        default_value_t = false
+    )]
+    pub keystone_insecure_skip_verify: bool,
+
     /// Domain of the service users.
     #[arg(
         long = "keystone-user-domain",
@@ -374,10 +423,58 @@ pub struct RancherFlags {
     )]
     pub rancher_timeout_seconds: u64,
 
+    /// CA bundle Rancher's TLS certificate is verified against instead of the public CA roots:
+    /// `secret:<namespace>/<name>[:<key>]` or `configmap:<namespace>/<name>[:<key>]` (key `ca.crt` by default),
+    /// re-read when it changes.
+    #[arg(long = "rancher-ca-bundle", env = "RANCHER_CA_BUNDLE")]
+    pub rancher_ca_bundle: Option<BundleRef>,
+
+    /// Trust the system trust store (the image's CA certificates) for Rancher too.
+    #[arg(
+        long = "rancher-ca-system-trust",
+        env = "RANCHER_CA_SYSTEM_TRUST",
+        default_value_t = false
+    )]
+    pub rancher_ca_system_trust: bool,
+
+    /// Do not verify Rancher's TLS certificate at all. Insecure: anyone on the network path can impersonate
+    /// it and read the operator's credentials; logged loudly. For self-signed servers nobody can distribute a CA
+    /// for.
+    #[arg(
+        long = "rancher-insecure-skip-verify",
+        env = "RANCHER_INSECURE_SKIP_VERIFY",
+        default_value_t = false
+    )]
+    pub rancher_insecure_skip_verify: bool,
+
     /// Keycloak base URL for the projects' groups (include `/auth` for keycloakx); without it a project with
     /// `spec.keycloak.enabled` reports `KeycloakNotConfigured`.
     #[arg(long = "rancher-keycloak-url", env = "RANCHER_KEYCLOAK_URL")]
     pub rancher_keycloak_url: Option<String>,
+
+    /// CA bundle the projects' Keycloak's TLS certificate is verified against instead of the public CA roots:
+    /// `secret:<namespace>/<name>[:<key>]` or `configmap:<namespace>/<name>[:<key>]` (key `ca.crt` by default),
+    /// re-read when it changes.
+    #[arg(long = "rancher-keycloak-ca-bundle", env = "RANCHER_KEYCLOAK_CA_BUNDLE")]
+    pub rancher_keycloak_ca_bundle: Option<BundleRef>,
+
+    /// Trust the system trust store (the image's CA certificates) for the projects' Keycloak too.
+    #[arg(
+        long = "rancher-keycloak-ca-system-trust",
+        env = "RANCHER_KEYCLOAK_CA_SYSTEM_TRUST",
+        default_value_t = false
+    )]
+    pub rancher_keycloak_ca_system_trust: bool,
+
+    /// Do not verify the projects' Keycloak's TLS certificate at all. Insecure: anyone on the network path can impersonate
+    /// it and read the operator's credentials; logged loudly. For self-signed servers nobody can distribute a CA
+    /// for.
+    #[arg(
+        long = "rancher-keycloak-insecure-skip-verify",
+        env = "RANCHER_KEYCLOAK_INSECURE_SKIP_VERIFY",
+        default_value_t = false
+    )]
+    pub rancher_keycloak_insecure_skip_verify: bool,
 
     /// Realm holding the groups and users Rancher's Keycloak OIDC provider sees.
     #[arg(
@@ -522,6 +619,15 @@ fn trimmed(items: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// One system's trust settings from its three flags.
+fn trust(bundle: &Option<BundleRef>, system_roots: bool, insecure_skip_verify: bool) -> TrustSettings {
+    TrustSettings {
+        bundle: bundle.clone(),
+        system_roots,
+        insecure_skip_verify,
+    }
+}
+
 /// Field managers are `platform-operator-<controller>`.
 pub const FIELD_MANAGER_PREFIX: &str = "platform-operator";
 
@@ -542,6 +648,11 @@ impl NebariAppFlags {
                 admin_realm: self.keycloak_admin_realm.clone(),
                 admin_secret: SecretRef::new(&self.keycloak_admin_secret_namespace, &self.keycloak_admin_secret_name),
                 request_timeout: seconds(self.keycloak_api_timeout_seconds),
+                trust: trust(
+                    &self.keycloak_ca_bundle,
+                    self.keycloak_ca_system_trust,
+                    self.keycloak_insecure_skip_verify,
+                ),
             },
             keycloak_issuer_url: self.keycloak_issuer_url.clone(),
             keycloak_external_url: self.keycloak_external_url.clone(),
@@ -567,6 +678,11 @@ impl KeystoneFlags {
     pub fn settings(&self) -> KeystoneApplicationCredentialSettings {
         KeystoneApplicationCredentialSettings {
             fallback_url: self.keystone_url.clone().filter(|url| !url.trim().is_empty()),
+            fallback_trust: trust(
+                &self.keystone_ca_bundle,
+                self.keystone_ca_system_trust,
+                self.keystone_insecure_skip_verify,
+            ),
             user_domain: self.keystone_user_domain.clone(),
             project: self.keystone_project.clone(),
             project_domain: self.keystone_project_domain.clone(),
@@ -587,6 +703,11 @@ impl RancherFlags {
             ),
             token_key: self.rancher_token_secret_key.clone(),
             request_timeout: seconds(self.rancher_timeout_seconds),
+            trust: trust(
+                &self.rancher_ca_bundle,
+                self.rancher_ca_system_trust,
+                self.rancher_insecure_skip_verify,
+            ),
         })
     }
 
@@ -606,6 +727,11 @@ impl RancherFlags {
                     &self.rancher_keycloak_admin_secret_name,
                 ),
                 request_timeout: seconds(self.rancher_keycloak_timeout_seconds),
+                trust: trust(
+                    &self.rancher_keycloak_ca_bundle,
+                    self.rancher_keycloak_ca_system_trust,
+                    self.rancher_keycloak_insecure_skip_verify,
+                ),
             });
         RancherProjectSettings {
             rancher: self.rancher(),

@@ -51,6 +51,7 @@ impl NebariAppError {
                 ErrorKind::Unavailable => "KeycloakUnavailable",
                 ErrorKind::Unauthorized | ErrorKind::Forbidden => "KeycloakUnauthorized",
                 ErrorKind::NotFound | ErrorKind::Conflict | ErrorKind::Invalid => "ProvisioningFailed",
+                ErrorKind::Untrusted => crate::keycloak::TLS_VERIFICATION_FAILED,
             },
             NebariAppError::AdminCredentials(_) => "KeycloakCredentialsUnavailable",
             NebariAppError::Invalid(_) => "InvalidConfiguration",

@@ -80,6 +80,7 @@ impl NebariAppSettings {
                 admin_realm: "master".into(),
                 admin_secret: framework::secrets::SecretRef::new("keycloak", "nebari-realm-admin-credentials"),
                 request_timeout: std::time::Duration::from_secs(30),
+                trust: framework::trust::TrustSettings::default(),
             },
             keycloak_issuer_url: None,
             keycloak_external_url: None,

@@ -1,5 +1,6 @@
 //! The Rancher client: URLs, authentication, paging, and the calls controllers make.
 
+use framework::trust::TrustSettings;
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -75,8 +76,20 @@ impl RancherClient {
         metrics: Option<Metrics>,
         tokens: Arc<dyn TokenProvider>,
     ) -> Result<Self, RancherError> {
+        Self::with_trust(base_url, settings, metrics, tokens, None, TrustSettings::default())
+    }
+
+    /// [`Self::new`], verifying Rancher's certificate against `trust` (CA bundles are read through `kube`).
+    pub fn with_trust(
+        base_url: &str,
+        settings: HttpSettings,
+        metrics: Option<Metrics>,
+        tokens: Arc<dyn TokenProvider>,
+        kube: Option<kube::Client>,
+        trust: TrustSettings,
+    ) -> Result<Self, RancherError> {
         let base = normalize_base_url(base_url)?;
-        let api = ExternalApi::new(API_NAME, settings, metrics)?;
+        let api = ExternalApi::with_trust(API_NAME, settings, metrics, kube, trust)?;
         Ok(Self { api, base, tokens })
     }
 

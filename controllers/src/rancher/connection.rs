@@ -1,5 +1,6 @@
 //! How to reach Rancher: its URL and where the API token is (a Secret read at use time, never a flag).
 
+use framework::trust::TrustSettings;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,13 +24,15 @@ pub struct RancherConnection {
     pub token_key: String,
     /// How long one request may take.
     pub request_timeout: Duration,
+    /// What Rancher's TLS certificate is verified against.
+    pub trust: TrustSettings,
 }
 
 impl RancherConnection {
     /// The Rancher client.
     pub fn client(&self, kube: kube::Client, metrics: Option<Metrics>) -> Result<RancherClient, RancherError> {
         let tokens = SecretToken::new(
-            kube,
+            kube.clone(),
             &self.token_secret.namespace,
             &self.token_secret.name,
             &self.token_key,
@@ -39,6 +42,13 @@ impl RancherConnection {
             request_timeout: self.request_timeout.max(Duration::from_secs(1)),
             ..HttpSettings::default()
         };
-        RancherClient::new(&self.url, http, metrics, Arc::new(tokens))
+        RancherClient::with_trust(
+            &self.url,
+            http,
+            metrics,
+            Arc::new(tokens),
+            Some(kube),
+            self.trust.clone(),
+        )
     }
 }

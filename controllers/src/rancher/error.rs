@@ -19,6 +19,8 @@ pub enum ErrorKind {
     Invalid,
     /// Rancher is down, slow or failing (timeouts, connection errors, 5xx, 429).
     Unavailable,
+    /// Rancher's TLS certificate is not trusted, or the CA bundle configured for it cannot be used.
+    Untrusted,
 }
 
 /// A failed Rancher call.
@@ -87,6 +89,7 @@ fn http_kind(error: &HttpError) -> ErrorKind {
     match error {
         HttpError::Timeout { .. } | HttpError::Unreachable { .. } => ErrorKind::Unavailable,
         HttpError::Decode { .. } | HttpError::Setup { .. } => ErrorKind::Invalid,
+        HttpError::Untrusted { .. } | HttpError::Trust { .. } => ErrorKind::Untrusted,
         HttpError::Status { status, .. } => match *status {
             StatusCode::NOT_FOUND => ErrorKind::NotFound,
             StatusCode::CONFLICT => ErrorKind::Conflict,
@@ -106,7 +109,7 @@ impl ReconcileError for RancherError {
             (RancherError::TokenUnavailable { .. }, _) => ErrorCategory::Dependency,
             (_, ErrorKind::NotFound) => ErrorCategory::Dependency,
             (_, ErrorKind::Conflict | ErrorKind::Unavailable) => ErrorCategory::Transient,
-            (_, ErrorKind::Unauthorized | ErrorKind::Invalid) => ErrorCategory::Invalid,
+            (_, ErrorKind::Unauthorized | ErrorKind::Invalid | ErrorKind::Untrusted) => ErrorCategory::Invalid,
         }
     }
 
@@ -118,6 +121,7 @@ impl ReconcileError for RancherError {
             (_, ErrorKind::Unauthorized) => "RancherUnauthorized",
             (_, ErrorKind::Invalid) => "RancherRejected",
             (_, ErrorKind::Unavailable) => "RancherUnavailable",
+            (_, ErrorKind::Untrusted) => crate::keycloak::TLS_VERIFICATION_FAILED,
         }
     }
 }

@@ -18,7 +18,7 @@ use rcgen::{
 };
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use tokio::net::TcpListener;
-use tokio_rustls::TlsAcceptor;
+pub use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
@@ -106,6 +106,15 @@ impl TestCa {
     }
 }
 
+impl std::fmt::Debug for ServerCert {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The key is left out on purpose.
+        f.debug_struct("ServerCert")
+            .field("cert_pem", &self.cert_pem)
+            .finish_non_exhaustive()
+    }
+}
+
 impl ServerCert {
     /// A TLS acceptor serving this certificate over HTTP/1.1.
     pub fn acceptor(&self) -> Result<TlsAcceptor, TlsError> {
@@ -119,6 +128,25 @@ impl ServerCert {
             )?;
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
         Ok(TlsAcceptor::from(Arc::new(config)))
+    }
+}
+
+/// An accepted connection: plain, or TLS once the handshake is done.
+pub type MaybeTlsStream =
+    tokio_util::either::Either<tokio::net::TcpStream, tokio_rustls::server::TlsStream<tokio::net::TcpStream>>;
+
+/// Completes the TLS handshake on `stream` when `acceptor` is given (`None` when it fails: the client did not
+/// trust us, or spoke plain HTTP); passes plain connections through.
+pub async fn accept(stream: tokio::net::TcpStream, acceptor: Option<&TlsAcceptor>) -> Option<MaybeTlsStream> {
+    match acceptor {
+        None => Some(tokio_util::either::Either::Left(stream)),
+        Some(acceptor) => match acceptor.accept(stream).await {
+            Ok(tls) => Some(tokio_util::either::Either::Right(tls)),
+            Err(error) => {
+                tracing::debug!(%error, "TLS handshake failed");
+                None
+            }
+        },
     }
 }
 

@@ -37,6 +37,8 @@ pub struct EmulatorConfig {
     pub groups: Vec<GroupSeed>,
     /// Clients to create at start.
     pub clients: Vec<ClientSeed>,
+    /// Serve HTTPS with this certificate (from a test CA) instead of plain HTTP.
+    pub tls: Option<emulator_kit::tls::ServerCert>,
 }
 
 impl Default for EmulatorConfig {
@@ -55,6 +57,7 @@ impl Default for EmulatorConfig {
             users: Vec::new(),
             groups: Vec::new(),
             clients: Vec::new(),
+            tls: None,
         }
     }
 }

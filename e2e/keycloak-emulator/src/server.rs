@@ -13,7 +13,7 @@ use axum::routing::{get, post};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::TokioIo;
-use tokio::net::{TcpListener, TcpSocket, TcpStream};
+use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -86,10 +86,15 @@ impl KeycloakEmulator {
         })?;
         let router = full_router(&shared);
         let down = Some(shared.hooks.subscribe_down());
+        let acceptor = match &config.tls {
+            Some(cert) => Some(cert.acceptor().map_err(|e| StartError::Seed(e.to_string()))?),
+            None => None,
+        };
+        let scheme = if acceptor.is_some() { "https" } else { "http" };
         tasks.push(tokio::spawn(supervise(
             Some(listener),
             addr,
-            router,
+            Serving { router, acceptor },
             down,
             shutdown.clone(),
         )));
@@ -108,7 +113,7 @@ impl KeycloakEmulator {
                 tasks.push(tokio::spawn(supervise(
                     Some(listener),
                     bound,
-                    router,
+                    Serving { router, acceptor: None },
                     None,
                     shutdown.clone(),
                 )));
@@ -116,7 +121,7 @@ impl KeycloakEmulator {
             }
             None => None,
         };
-        let origin = format!("http://{addr}");
+        let origin = format!("{scheme}://{addr}");
         Ok(EmulatorHandle {
             url: format!("{origin}{}", shared.prefix),
             origin,
@@ -356,10 +361,16 @@ async fn down_changed(down: &mut Option<watch::Receiver<DownState>>) {
 
 /// Accepts connections on `addr` until shutdown; while the server is down with connection refusal, the
 /// listener is closed and open connections are shut, and it is bound again when the server comes back.
+/// What a listener serves: the router, over TLS when an acceptor is given.
+struct Serving {
+    router: Router,
+    acceptor: Option<emulator_kit::tls::TlsAcceptor>,
+}
+
 async fn supervise(
     mut listener: Option<TcpListener>,
     addr: SocketAddr,
-    router: Router,
+    serving: Serving,
     mut down: Option<watch::Receiver<DownState>>,
     shutdown: CancellationToken,
 ) {
@@ -404,7 +415,13 @@ async fn supervise(
                 }
                 accepted = current.accept() => match accepted {
                     Ok((stream, _)) => {
-                        tokio::spawn(serve_connection(stream, router.clone(), connections.child_token()));
+                        let (router, acceptor, stop) =
+                            (serving.router.clone(), serving.acceptor.clone(), connections.child_token());
+                        tokio::spawn(async move {
+                            if let Some(stream) = emulator_kit::tls::accept(stream, acceptor.as_ref()).await {
+                                serve_connection(stream, router, stop).await;
+                            }
+                        });
                     }
                     Err(error) => tracing::debug!(%error, "keycloak emulator accept failed"),
                 },
@@ -415,7 +432,7 @@ async fn supervise(
 
 /// Serves one HTTP/1.1 connection; `stop` shuts it down gracefully (requests in flight finish), a handler's
 /// [`ConnectionControl::drop_now`] closes it at once.
-async fn serve_connection(stream: TcpStream, router: Router, stop: CancellationToken) {
+async fn serve_connection(stream: emulator_kit::tls::MaybeTlsStream, router: Router, stop: CancellationToken) {
     let kill = Arc::new(Notify::new());
     let control = ConnectionControl(kill.clone());
     let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {

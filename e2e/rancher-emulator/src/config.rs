@@ -111,6 +111,8 @@ pub struct RancherConfig {
     pub backing_namespaces: BackingNamespaceStyle,
     /// How long a deleted project stays visible in state `removing` before it 404s.
     pub project_removal_delay: Duration,
+    /// Serve HTTPS with this certificate (from a test CA; Rancher's default is self-signed) instead of HTTP.
+    pub tls: Option<emulator_kit::tls::ServerCert>,
 }
 
 impl Default for RancherConfig {
@@ -122,6 +124,7 @@ impl Default for RancherConfig {
             duplicate_bindings: DuplicateBindingPolicy::Accept,
             backing_namespaces: BackingNamespaceStyle::Cluster,
             project_removal_delay: Duration::from_millis(200),
+            tls: None,
         }
     }
 }

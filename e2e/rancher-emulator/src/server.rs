@@ -41,6 +41,9 @@ pub enum StartError {
     /// The configuration has no token, so nothing could authenticate.
     #[error("the emulator needs at least one API token")]
     NoToken,
+    /// The TLS certificate could not be used.
+    #[error("cannot serve TLS: {0}")]
+    Tls(String),
 }
 
 /// State shared by every connection.
@@ -131,10 +134,15 @@ impl RancherEmulator {
         });
         let app = Router::new().fallback(dispatch).with_state(shared.clone());
         let shutdown = shared.shutdown.clone();
-        let task = tokio::spawn(accept_loop(listener, app, shutdown));
+        let acceptor = match &config.tls {
+            Some(cert) => Some(cert.acceptor().map_err(|e| StartError::Tls(e.to_string()))?),
+            None => None,
+        };
+        let scheme = if acceptor.is_some() { "https" } else { "http" };
+        let task = tokio::spawn(accept_loop(listener, app, acceptor, shutdown));
         Ok(RancherHandle {
             addr,
-            url: format!("http://{addr}"),
+            url: format!("{scheme}://{addr}"),
             shared,
             admin,
             task: Some(task),
@@ -142,7 +150,12 @@ impl RancherEmulator {
     }
 }
 
-async fn accept_loop(listener: tokio::net::TcpListener, app: Router, shutdown: CancellationToken) {
+async fn accept_loop(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    acceptor: Option<emulator_kit::tls::TlsAcceptor>,
+    shutdown: CancellationToken,
+) {
     loop {
         let accepted = tokio::select! {
             _ = shutdown.cancelled() => return,
@@ -158,7 +171,11 @@ async fn accept_loop(listener: tokio::net::TcpListener, app: Router, shutdown: C
         let kill = CancellationToken::new();
         let service = TowerToHyperService::new(app.clone().layer(Extension(ConnectionKill(kill.clone()))));
         let shutdown = shutdown.clone();
+        let acceptor = acceptor.clone();
         tokio::spawn(async move {
+            let Some(stream) = emulator_kit::tls::accept(stream, acceptor.as_ref()).await else {
+                return;
+            };
             let connection = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service);
             tokio::select! {
                 result = connection => {

@@ -45,6 +45,7 @@ pub async fn prepare(client: &Client, work_dir: &Path) -> Result<KeystoneSandbox
     let options = ServerOptions {
         dir: Some(work_dir.join("keystone")),
         port: 0,
+        tls: None,
     };
     let server = KeystoneServer::start(options)
         .await

@@ -34,14 +34,6 @@ fn api_error(operation: &str, detail: impl std::fmt::Display) -> FixtureError {
     }
 }
 
-/// A client with timeouts (a Keystone whose worker died still accepts connections).
-fn http_client() -> Result<reqwest::Client, FixtureError> {
-    reqwest::Client::builder()
-        .timeout(Duration::from_secs(30))
-        .build()
-        .map_err(|e| api_error("client", e))
-}
-
 /// The body of a project-scoped password login.
 pub fn password_login(user: &str, password: &str, project: &str) -> Value {
     json!({"auth": {
@@ -75,7 +67,10 @@ async fn login(http: &reqwest::Client, v3: &str, body: &Value) -> Result<(String
 impl KeystoneAdmin {
     /// Logs in as `admin` (created by bootstrap).
     pub async fn login(server: &KeystoneServer) -> Result<Self, FixtureError> {
-        let http = http_client()?;
+        // Timeouts: a Keystone whose worker died still accepts connections.
+        let http = server
+            .http_client(Duration::from_secs(30))
+            .map_err(|e| api_error("client", e))?;
         let v3 = server.v3_url();
         let (token, _) = login(&http, &v3, &password_login("admin", ADMIN_PASSWORD, "admin")).await?;
         Ok(Self { v3, http, token })

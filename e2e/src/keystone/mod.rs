@@ -18,7 +18,7 @@ pub mod shared;
 
 pub use admin::{KeystoneAdmin, ServiceAccount};
 pub use proxy::KeystoneProxy;
-pub use server::{KeystoneServer, ServerOptions};
+pub use server::{KeystoneServer, ServerOptions, TlsServing};
 
 /// Why a Keystone fixture could not be set up.
 #[derive(Debug, thiserror::Error)]

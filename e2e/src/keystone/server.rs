@@ -29,11 +29,23 @@ pub struct ServerOptions {
     pub dir: Option<PathBuf>,
     /// Port on 127.0.0.1; 0 picks a free one.
     pub port: u16,
+    /// Serve HTTPS (gunicorn `certfile`/`keyfile`) with a certificate from a test CA.
+    pub tls: Option<TlsServing>,
+}
+
+/// A Keystone's TLS certificate and the CA that issued it (what clients must trust).
+#[derive(Clone, Debug)]
+pub struct TlsServing {
+    /// The server certificate and key.
+    pub cert: emulator_kit::tls::ServerCert,
+    /// The issuing CA's certificate, PEM.
+    pub ca_pem: String,
 }
 
 /// A running Keystone; stopped on drop.
 pub struct KeystoneServer {
     base_url: String,
+    ca_pem: Option<String>,
     dir: PathBuf,
     remove_dir: bool,
     child: Mutex<Option<Child>>,
@@ -60,9 +72,19 @@ fn config_file(dir: &Path) -> String {
 const WSGI_SHIM: &str =
     "import sys\nsys.argv = sys.argv[:1]\nfrom keystone.wsgi.api import application  # noqa: E402,F401\n";
 
-fn gunicorn_config(dir: &Path, port: u16, remove_dir: bool) -> String {
+fn gunicorn_config(dir: &Path, port: u16, remove_dir: bool, tls: bool) -> String {
+    let tls = if tls {
+        format!(
+            "certfile = {:?}\nkeyfile = {:?}\n",
+            dir.join("tls.crt").display().to_string(),
+            dir.join("tls.key").display().to_string()
+        )
+    } else {
+        String::new()
+    };
     format!(
         r#"# gunicorn settings of a test Keystone (written by the e2e fixture).
+{tls}
 import os
 import shutil
 import signal
@@ -257,8 +279,12 @@ impl KeystoneServer {
         let port = if options.port == 0 { free_port()? } else { options.port };
         std::fs::write(dir.join("keystone.conf"), config_file(&dir)).map_err(io("writing keystone.conf"))?;
         std::fs::write(dir.join("ks_wsgi.py"), WSGI_SHIM).map_err(io("writing the WSGI shim"))?;
-        std::fs::write(dir.join("gunicorn.conf.py"), gunicorn_config(&dir, port, remove_dir))
-            .map_err(io("writing the gunicorn config"))?;
+        if let Some(tls) = &options.tls {
+            std::fs::write(dir.join("tls.crt"), &tls.cert.cert_pem).map_err(io("writing the TLS certificate"))?;
+            std::fs::write(dir.join("tls.key"), &tls.cert.key_pem).map_err(io("writing the TLS key"))?;
+        }
+        let config = gunicorn_config(&dir, port, remove_dir, options.tls.is_some());
+        std::fs::write(dir.join("gunicorn.conf.py"), config).map_err(io("writing the gunicorn config"))?;
         let log = std::fs::File::create(dir.join("gunicorn.log")).map_err(io("creating gunicorn.log"))?;
         let err_log = log.try_clone().map_err(io("opening gunicorn.log"))?;
         let child = {
@@ -277,8 +303,10 @@ impl KeystoneServer {
                 .spawn()
                 .map_err(io("starting gunicorn"))?
         };
+        let scheme = if options.tls.is_some() { "https" } else { "http" };
         let server = Self {
-            base_url: format!("http://127.0.0.1:{port}"),
+            base_url: format!("{scheme}://127.0.0.1:{port}"),
+            ca_pem: options.tls.as_ref().map(|t| t.ca_pem.clone()),
             dir,
             remove_dir,
             child: Mutex::new(Some(child)),
@@ -291,9 +319,8 @@ impl KeystoneServer {
 
     async fn wait_ready(&self) -> Result<(), FixtureError> {
         // gunicorn's master accepts connections before a worker is up: every probe needs a timeout.
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(2))
-            .build()
+        let http = self
+            .http_client(Duration::from_secs(2))
             .map_err(|e| FixtureError::NotReady(e.to_string()))?;
         let started = Instant::now();
         loop {
@@ -317,6 +344,15 @@ impl KeystoneServer {
             // Poll interval of a deadline-bounded wait.
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+
+    /// An HTTP client that trusts this Keystone's certificate (when it serves TLS), with `timeout`.
+    pub fn http_client(&self, timeout: Duration) -> Result<reqwest::Client, reqwest::Error> {
+        let mut builder = reqwest::Client::builder().timeout(timeout);
+        if let Some(pem) = &self.ca_pem {
+            builder = builder.add_root_certificate(reqwest::Certificate::from_pem(pem.as_bytes())?);
+        }
+        builder.build()
     }
 
     /// Base URL without `/v3` (what a KeystoneAPI publishes), e.g. `http://127.0.0.1:41234`.

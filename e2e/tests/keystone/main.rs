@@ -10,4 +10,5 @@ mod failures;
 mod namespaced;
 mod restart;
 mod rotation;
+mod tls;
 mod validation;

@@ -261,7 +261,8 @@ impl World {
             .await;
     }
 
-    async fn wait_condition_matching(
+    /// Waits until condition `type_` has `status` and `reason` and its message passes `check`; returns it.
+    pub async fn wait_condition_matching(
         &self,
         type_: &str,
         status: &str,

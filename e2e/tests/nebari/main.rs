@@ -13,6 +13,7 @@ mod isolation;
 mod keycloak_resources;
 mod namespaced;
 mod opt_in;
+mod private_ca;
 mod public_routes;
 mod rbac;
 mod routing;

@@ -64,6 +64,8 @@ pub struct Setup {
     pub namespaced: bool,
     /// Further flags for the manager (policies).
     pub manager_args: Vec<String>,
+    /// Keycloak serves HTTPS with a certificate of a CA made for the test (`World::ca_pem`).
+    pub keycloak_tls: bool,
 }
 
 /// The namespace the namespaced overlay watches.
@@ -78,6 +80,7 @@ impl Default for Setup {
             manager: true,
             namespaced: false,
             manager_args: Vec::new(),
+            keycloak_tls: false,
         }
     }
 }
@@ -98,6 +101,8 @@ pub struct World {
     pub namespaced: bool,
     /// Further flags for the manager.
     pub manager_args: Vec<String>,
+    /// The CA that issued Keycloak's certificate (with `Setup::keycloak_tls`).
+    pub ca_pem: Option<String>,
 }
 
 fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
@@ -167,8 +172,14 @@ pub fn argocd_listener(hostname: &str) -> Value {
 impl World {
     /// Sets up a world.
     pub async fn start(setup: Setup) -> World {
+        let ca = setup
+            .keycloak_tls
+            .then(|| emulator_kit::tls::TestCa::new("e2e private CA").expect("a test CA"));
         let config = EmulatorConfig {
             admin_password: ADMIN_PASSWORD.to_string(),
+            tls: ca
+                .as_ref()
+                .map(|ca| ca.issue_server_cert("keycloak", &[]).expect("a server certificate")),
             ..EmulatorConfig::with_realm(REALM)
         };
         let keycloak = KeycloakEmulator::start(config).await.expect("start Keycloak");
@@ -196,6 +207,7 @@ impl World {
             namespace,
             namespaced: setup.namespaced,
             manager_args: setup.manager_args,
+            ca_pem: ca.as_ref().map(emulator_kit::tls::TestCa::cert_pem),
         };
         world.write_admin_secret().await;
         world.create_gateways().await;

@@ -19,6 +19,7 @@ mod membership;
 mod namespaced;
 mod outages;
 mod policy;
+mod private_ca;
 mod quotas;
 mod samples;
 mod shared_cluster_bindings;

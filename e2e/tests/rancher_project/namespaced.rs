@@ -1,8 +1,12 @@
 //! The namespaced install (`manifests/overlays/namespaced`): with Roles only (in the watched namespace and
-//! beside its credential Secrets) the controllers make the plugin-shaped sample Ready and the inventory counts it.
+//! beside its credential Secrets and CA bundle) the controllers make the plugin-shaped sample Ready and the
+//! inventory counts it, talking to a Rancher behind a private CA.
 
 use e2e::harness::{Deadline, ManagerOptions, ManagerProcess, OPERATOR_NAMESPACE, TestCluster, wait_until};
-use kube::api::Api;
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, ObjectMeta, PostParams};
 use kube::core::DynamicObject;
 use sandbox::surroundings::rancher::{ProjectSandboxOptions, sandbox_prepare};
 
@@ -19,17 +23,35 @@ async fn a_namespaced_install_makes_the_sample_ready_and_counts_it_holding_only_
         cluster.create_namespace_named(namespace, &[]).await;
     }
     cluster.install_operator_identity("overlays/namespaced").await;
+    // Rancher serves its certificate from a private CA, trusted through the ConfigMap the overlay may read.
+    let ca = emulator_kit::tls::TestCa::new("e2e Rancher CA").expect("a CA");
     let env = sandbox_prepare(
         &cluster.client(),
         ProjectSandboxOptions {
             namespaces: vec![WATCHED.to_string()],
             secret_namespace: OPERATOR_NAMESPACE.to_string(),
+            rancher_tls: Some(ca.issue_server_cert("rancher", &[]).expect("a certificate")),
             ..ProjectSandboxOptions::default()
         },
     )
     .await
     .expect("prepare Rancher and Keycloak");
-    let mut args = vec!["--rancher-resync-interval-seconds=2".to_string()];
+    let maps: Api<ConfigMap> = Api::namespaced(cluster.client(), OPERATOR_NAMESPACE);
+    let bundle = ConfigMap {
+        metadata: ObjectMeta {
+            name: Some("rancher-ca".into()),
+            ..Default::default()
+        },
+        data: Some(BTreeMap::from([("ca.crt".to_string(), ca.cert_pem())])),
+        ..Default::default()
+    };
+    maps.create(&PostParams::default(), &bundle)
+        .await
+        .expect("create the Rancher CA ConfigMap");
+    let mut args = vec![
+        "--rancher-resync-interval-seconds=2".to_string(),
+        format!("--rancher-ca-bundle=configmap:{OPERATOR_NAMESPACE}/rancher-ca"),
+    ];
     args.extend(env.manager_args());
     let controllers = ["managedrancherproject", "rancherprojectinventory"];
     let options = ManagerOptions::controllers(&controllers, Some(WATCHED), args);

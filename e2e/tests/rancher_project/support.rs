@@ -37,6 +37,8 @@ pub struct Setup {
     pub manager: bool,
     /// Give the manager the Keycloak settings (`--rancher-keycloak-*`); without them it runs without Keycloak.
     pub keycloak: bool,
+    /// Rancher and Keycloak serve HTTPS with certificates of a CA made for the test (`World::ca_pem`).
+    pub tls: bool,
 }
 
 impl Default for Setup {
@@ -46,6 +48,7 @@ impl Default for Setup {
             manager_args: Vec::new(),
             manager: true,
             keycloak: true,
+            tls: false,
         }
     }
 }
@@ -60,6 +63,8 @@ pub struct World {
     pub cluster: TestCluster,
     /// Whether the manager gets the Keycloak settings.
     pub keycloak: bool,
+    /// The CA that issued Rancher's and Keycloak's certificates (with `Setup::tls`).
+    pub ca_pem: Option<String>,
 }
 
 /// The ManagedRancherProject kind as a dynamic resource (objects are written as the plugin writes them).
@@ -175,6 +180,14 @@ impl World {
     pub async fn start(setup: Setup) -> World {
         let cluster = TestCluster::start().await;
         cluster.install_crds(&crds::all()).await;
+        let ca = setup
+            .tls
+            .then(|| emulator_kit::tls::TestCa::new("e2e private CA").expect("a test CA"));
+        let issue = |name: &str| {
+            ca.as_ref()
+                .map(|ca| ca.issue_server_cert(name, &[]).expect("a server certificate"))
+        };
+        let (rancher_tls, keycloak_tls) = (issue("rancher"), issue("keycloak"));
         let env = sandbox_prepare(
             &cluster.client(),
             ProjectSandboxOptions {
@@ -183,6 +196,8 @@ impl World {
                 users: setup.users.iter().map(|u| u.to_string()).collect(),
                 secret_namespace: NAMESPACE.to_string(),
                 namespaces: vec![NAMESPACE.to_string()],
+                rancher_tls,
+                keycloak_tls,
             },
         )
         .await
@@ -192,6 +207,7 @@ impl World {
             env,
             cluster,
             keycloak: setup.keycloak,
+            ca_pem: ca.as_ref().map(emulator_kit::tls::TestCa::cert_pem),
         };
         if setup.manager {
             world.start_manager(setup.manager_args).await;
