@@ -509,23 +509,22 @@ async fn on_a_keycloak_with_standard_token_exchange_peers_get_the_attribute_and_
     world
         .apply_app("api", json!({"routing": {}, "auth": {"enabled": true}}))
         .await;
+    // The peer is withdrawn first, then the target forgets it: wait for both.
     e2e::harness::wait_until("web's grant withdrawn", e2e::harness::Deadline::secs(30), || {
         let client = world.keycloak_client(&web).unwrap_or_default();
-        let withdrawn = !granted(&client) && client["attributes"]["standard.token.exchange.enabled"] == "false";
+        let target = world.keycloak_client(&api).unwrap_or_default();
+        let withdrawn = !granted(&client)
+            && client["attributes"]["standard.token.exchange.enabled"] == "false"
+            && target["attributes"].get("nebari.dev/token-exchange-peers").is_none();
         async move {
             if withdrawn {
                 Ok(Some(()))
             } else {
-                Err(client.to_string())
+                Err(format!("{client}\n{target}"))
             }
         }
     })
     .await;
-    let target = world.keycloak_client(&api).expect("api client");
-    assert!(
-        target["attributes"].get("nebari.dev/token-exchange-peers").is_none(),
-        "{target}"
-    );
     let (status, body) = exchange(&world, &web, &secret, &subject, &api).await;
     assert_eq!(status, 400, "{body}");
 }
