@@ -49,7 +49,56 @@ pub struct Minter<'a> {
     pub field_manager: &'a str,
 }
 
+/// Whether a status was written by another operator (keystone-operator): a credential recorded without our
+/// `sha256:` security hash, whose permissions we have not checked ourselves.
+pub fn recorded_elsewhere(status: Option<&crds::keystone::KeystoneApplicationCredentialStatus>) -> bool {
+    status.is_some_and(|s| {
+        s.ac_id.as_deref().is_some_and(|id| !id.is_empty())
+            && !s.security_hash.as_deref().is_some_and(|h| h.starts_with("sha256:"))
+    })
+}
+
 impl Minter<'_> {
+    /// Whether the credential `ac`'s status records (made by the replaced operator) has exactly the permissions
+    /// the spec asks for — roles, access rules, unrestricted — so it can be taken over instead of replaced.
+    pub async fn matches_spec(&self, ac: &KeystoneApplicationCredential, keystone: &Resolved) -> Result<bool, AcError> {
+        let Some(id) = ac.status.as_ref().and_then(|s| s.ac_id.clone()) else {
+            return Ok(false);
+        };
+        let namespace = ac.namespace().unwrap_or_default();
+        let password =
+            super::password::read(self.client, &namespace, &ac.spec.secret, &ac.spec.password_selector).await?;
+        let user = ServiceUser {
+            endpoint: keystone.endpoint.clone(),
+            user_name: ac.spec.user_name.clone(),
+            user_domain: self.scope.user_domain.clone(),
+            project_name: self.scope.project.clone(),
+            project_domain: self.scope.project_domain.clone(),
+            password,
+        };
+        let credentials = self.keystone.list_application_credentials(&user).await?;
+        let Some(found) = credentials.into_iter().find(|c| c.id == id) else {
+            return Ok(false);
+        };
+        let wanted_roles: std::collections::BTreeSet<&str> = ac.spec.roles.iter().map(String::as_str).collect();
+        let found_roles: std::collections::BTreeSet<&str> = found.roles.iter().map(String::as_str).collect();
+        let rule =
+            |service: &str, path: &str, method: &str| (service.to_string(), path.to_string(), method.to_string());
+        let wanted_rules: std::collections::BTreeSet<_> = ac
+            .spec
+            .access_rules
+            .iter()
+            .flatten()
+            .map(|r| rule(&r.service, &r.path, r.method.as_str()))
+            .collect();
+        let found_rules: std::collections::BTreeSet<_> = found
+            .access_rules
+            .iter()
+            .map(|r| rule(&r.service, &r.path, &r.method))
+            .collect();
+        Ok(wanted_roles == found_roles && wanted_rules == found_rules && found.unrestricted == ac.spec.unrestricted)
+    }
+
     /// Creates the next credential of `ac` in the Keystone at `keystone`, or completes an interrupted creation.
     pub async fn mint(
         &self,

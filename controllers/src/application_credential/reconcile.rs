@@ -69,6 +69,7 @@ pub async fn reconcile(
     };
 
     let mut minted: Option<(RotationReason, NewCredential)> = None;
+    let mut adopted = false;
     if needs_rotation(&ac, &secrets, now).is_some() {
         // The informer may lag behind our own last status write: decide on a fresh copy, so a credential that
         // was just recorded is never minted twice.
@@ -92,14 +93,27 @@ pub async fn reconcile(
                 clock: controller.clock.as_ref(),
                 field_manager: &ctx.field_manager,
             };
-            match minter.mint(&ac, &keystone).await {
-                Ok(new) => {
-                    let spec_changed = ac.status.as_ref().and_then(|s| s.observed_generation) != ac.meta().generation;
-                    let label = reason.metric_label(spec_changed);
-                    controller.metrics.created(&namespace, &ac.name_any(), label);
-                    minted = Some((reason, new));
+            // A credential keystone-operator recorded is taken over, not replaced, when Keystone shows it has the
+            // permissions the spec asks for (a rotation would restart every service using it).
+            let take_over = reason == RotationReason::SecurityFieldsChanged
+                && credential::recorded_elsewhere(ac.status.as_ref())
+                && match minter.matches_spec(&ac, &keystone).await {
+                    Ok(matches) => matches,
+                    Err(error) => return report(controller, &ac, ctx, error, Some(&keystone), now).await,
+                };
+            if take_over {
+                adopted = true;
+            } else {
+                match minter.mint(&ac, &keystone).await {
+                    Ok(new) => {
+                        let spec_changed =
+                            ac.status.as_ref().and_then(|s| s.observed_generation) != ac.meta().generation;
+                        let label = reason.metric_label(spec_changed);
+                        controller.metrics.created(&namespace, &ac.name_any(), label);
+                        minted = Some((reason, new));
+                    }
+                    Err(error) => return report(controller, &ac, ctx, error, Some(&keystone), now).await,
                 }
-                Err(error) => return report(controller, &ac, ctx, error, Some(&keystone), now).await,
             }
         }
     }
@@ -107,6 +121,9 @@ pub async fn reconcile(
     let mut update = status::begin(&ac, now);
     if let Some((reason, new)) = &minted {
         status::record_new_credential(&mut update.status, new, reason.is_rotation(), now);
+    }
+    if adopted {
+        update.status.security_hash = Some(rotation::security_hash(&ac.spec));
     }
     status::refresh_schedule(&mut update.status, ac.spec.grace_period_days);
     let credential_ready = status::credential_ready(&update.status);
@@ -128,6 +145,23 @@ pub async fn reconcile(
         Err(source) => return Err(AcError::from(KubeError::new("writing the status", source))),
     }
 
+    if adopted {
+        tracing::info!(credential = ?desired.ac_id, "took over the application credential keystone-operator made");
+        let note = format!(
+            "Took over application credential {} (Secret {}) without rotating: its permissions match the spec",
+            desired.ac_id.as_deref().unwrap_or_default(),
+            desired.secret_name.as_deref().unwrap_or_default()
+        );
+        ctx.events
+            .publish(
+                &ac.object_ref(&()),
+                Severity::Normal,
+                "ApplicationCredentialAdopted",
+                "Adopt",
+                &note,
+            )
+            .await;
+    }
     if let Some((reason, new)) = &minted {
         announce(&ac, ctx, *reason, new, desired.previous_secret_name.as_deref()).await;
         let secrets_api: Api<Secret> = Api::namespaced(ctx.client.clone(), &namespace);

@@ -10,5 +10,6 @@ mod failures;
 mod namespaced;
 mod restart;
 mod rotation;
+mod takeover;
 mod tls;
 mod validation;
