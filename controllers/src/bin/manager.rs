@@ -2,11 +2,19 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-use controllers::manager::cli::{Cli, Command};
+use controllers::manager::cli::Command;
+use controllers::manager::legacy_env;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let parsed = match legacy_env::parse(std::env::args_os(), &|name| std::env::var(name).ok()) {
+        Ok(parsed) => parsed,
+        Err(legacy_env::LegacyEnvError::Clap(error)) => error.exit(),
+        Err(error) => {
+            eprintln!("manager: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let cli = parsed.cli;
     if let Some(Command::Crds) = cli.command {
         return match crds::to_yaml(&crds::all()) {
             Ok(yaml) => {
@@ -20,6 +28,9 @@ fn main() -> ExitCode {
         };
     }
     controllers::manager::logging::init(cli.run.log_format, &cli.run.log_level);
+    for deprecation in &parsed.deprecations {
+        tracing::warn!("{deprecation}");
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {

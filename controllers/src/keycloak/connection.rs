@@ -9,10 +9,13 @@ use framework::http::HttpSettings;
 use framework::metrics::Metrics;
 use framework::secrets::SecretRef;
 
-use super::{KeycloakClient, KeycloakConfig, KeycloakError, RealmClient, SecretCredentials};
+use super::{
+    Credentials, CredentialsProvider, KeycloakClient, KeycloakConfig, KeycloakError, RealmClient, SecretCredentials,
+    StaticCredentials,
+};
 
 /// Where Keycloak is, which realm to work in, and where the admin credentials are.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct KeycloakConnection {
     /// Base URL as the operator reaches it (with `/auth` for keycloakx).
     pub url: String,
@@ -26,6 +29,9 @@ pub struct KeycloakConnection {
     pub request_timeout: Duration,
     /// What Keycloak's TLS certificate is verified against.
     pub trust: TrustSettings,
+    /// Credentials given in the environment (a replaced operator's `KEYCLOAK_USERNAME`/`KEYCLOAK_PASSWORD`),
+    /// used instead of `admin_secret`.
+    pub static_credentials: Option<Credentials>,
 }
 
 impl KeycloakConnection {
@@ -37,8 +43,15 @@ impl KeycloakConnection {
             request_timeout: self.request_timeout.max(Duration::from_secs(1)),
             ..HttpSettings::default()
         };
-        let provider = SecretCredentials::new(kube.clone(), &self.admin_secret.namespace, &self.admin_secret.name);
-        KeycloakClient::with_trust(config, Arc::new(provider), metrics, Some(kube), self.trust.clone())
+        let provider: Arc<dyn CredentialsProvider> = match &self.static_credentials {
+            Some(credentials) => Arc::new(StaticCredentials(credentials.clone())),
+            None => Arc::new(SecretCredentials::new(
+                kube.clone(),
+                &self.admin_secret.namespace,
+                &self.admin_secret.name,
+            )),
+        };
+        KeycloakClient::with_trust(config, provider, metrics, Some(kube), self.trust.clone())
     }
 
     /// The admin client scoped to `realm`.

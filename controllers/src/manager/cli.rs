@@ -20,6 +20,9 @@ use crate::rancher_inventory::RancherInventorySettings;
 use crate::rancher_project::RancherProjectSettings;
 use crate::rancher_project::policy::RancherPolicy;
 use framework::trust::{BundleRef, TrustSettings};
+use secrecy::SecretString;
+
+use crate::keycloak::Credentials;
 
 /// A Kubernetes operator hosting the NebariApp, KeystoneApplicationCredential and ManagedRancherProject
 /// controllers in one process.
@@ -149,7 +152,14 @@ pub struct NebariAppFlags {
     pub cluster_issuer: String,
 
     /// Provision Keycloak clients (false disables the keycloak provider, as KEYCLOAK_ENABLED=false did).
-    #[arg(long = "keycloak-enabled", env = "KEYCLOAK_ENABLED", default_value_t = true, action = clap::ArgAction::Set)]
+    /// Accepts nebari-operator's values: `true`, `1` and `yes` are true, anything else false.
+    #[arg(
+        long = "keycloak-enabled",
+        env = "KEYCLOAK_ENABLED",
+        default_value_t = true,
+        action = clap::ArgAction::Set,
+        value_parser = super::legacy_env::original_bool
+    )]
     pub keycloak_enabled: bool,
 
     /// Keycloak base URL as the operator reaches it (include `/auth` for keycloakx).
@@ -203,6 +213,11 @@ pub struct NebariAppFlags {
         default_value_t = 30
     )]
     pub keycloak_api_timeout_seconds: u64,
+
+    /// Admin credentials from nebari-operator's `KEYCLOAK_ADMIN_USERNAME`/`_PASSWORD` (only with an empty
+    /// `KEYCLOAK_ADMIN_SECRET_NAME`, as there); set by `legacy_env`, never a flag.
+    #[arg(skip)]
+    pub legacy_admin_credentials: Option<Credentials>,
 
     /// CA bundle Keycloak's TLS certificate is verified against instead of the public CA roots:
     /// `secret:<namespace>/<name>[:<key>]` or `configmap:<namespace>/<name>[:<key>]` (key `ca.crt` by default),
@@ -422,6 +437,15 @@ pub struct RancherFlags {
         default_value_t = 30
     )]
     pub rancher_timeout_seconds: u64,
+
+    /// The token of rancher-keycloak-operator's `RANCHER_BEARER_TOKEN`; set by `legacy_env`, never a flag.
+    #[arg(skip)]
+    pub legacy_rancher_token: Option<SecretString>,
+
+    /// Keycloak admin credentials of rancher-keycloak-operator's `KEYCLOAK_USERNAME`/`KEYCLOAK_PASSWORD`; set by
+    /// `legacy_env`, never a flag.
+    #[arg(skip)]
+    pub legacy_keycloak_credentials: Option<Credentials>,
 
     /// CA bundle Rancher's TLS certificate is verified against instead of the public CA roots:
     /// `secret:<namespace>/<name>[:<key>]` or `configmap:<namespace>/<name>[:<key>]` (key `ca.crt` by default),
@@ -653,6 +677,7 @@ impl NebariAppFlags {
                     self.keycloak_ca_system_trust,
                     self.keycloak_insecure_skip_verify,
                 ),
+                static_credentials: self.legacy_admin_credentials.clone(),
             },
             keycloak_issuer_url: self.keycloak_issuer_url.clone(),
             keycloak_external_url: self.keycloak_external_url.clone(),
@@ -708,6 +733,7 @@ impl RancherFlags {
                 self.rancher_ca_system_trust,
                 self.rancher_insecure_skip_verify,
             ),
+            static_token: self.legacy_rancher_token.clone(),
         })
     }
 
@@ -732,6 +758,7 @@ impl RancherFlags {
                     self.rancher_keycloak_ca_system_trust,
                     self.rancher_keycloak_insecure_skip_verify,
                 ),
+                static_credentials: self.legacy_keycloak_credentials.clone(),
             });
         RancherProjectSettings {
             rancher: self.rancher(),

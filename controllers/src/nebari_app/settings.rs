@@ -81,6 +81,7 @@ impl NebariAppSettings {
                 admin_secret: framework::secrets::SecretRef::new("keycloak", "nebari-realm-admin-credentials"),
                 request_timeout: std::time::Duration::from_secs(30),
                 trust: framework::trust::TrustSettings::default(),
+                static_credentials: None,
             },
             keycloak_issuer_url: None,
             keycloak_external_url: None,

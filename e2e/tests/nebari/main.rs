@@ -13,6 +13,7 @@ mod isolation;
 mod keycloak_resources;
 mod namespaced;
 mod opt_in;
+mod original_env;
 mod private_ca;
 mod public_routes;
 mod rbac;

@@ -17,6 +17,7 @@ mod idempotence;
 mod inventory;
 mod membership;
 mod namespaced;
+mod original_env;
 mod outages;
 mod policy;
 mod private_ca;
