@@ -27,6 +27,9 @@ fn main() -> ExitCode {
             }
         };
     }
+    if let Some(Command::Handback { original }) = cli.command {
+        return handback(original);
+    }
     controllers::manager::logging::init(cli.run.log_format, &cli.run.log_level);
     for deprecation in &parsed.deprecations {
         tracing::warn!("{deprecation}");
@@ -42,6 +45,36 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             tracing::error!(%error, "manager failed");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `manager handback <original>`: renames the finalizers and prints what it changed.
+fn handback(original: controllers::manager::handback::Original) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("manager: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        let client = kube::Client::try_default().await.map_err(|e| e.to_string())?;
+        controllers::manager::handback::handback(client, original)
+            .await
+            .map_err(|e| e.to_string())
+    });
+    match result {
+        Ok(report) => {
+            for object in &report.renamed {
+                println!("handed back {object}");
+            }
+            println!("{} object(s) handed back", report.renamed.len());
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("manager handback: {error}");
             ExitCode::FAILURE
         }
     }

@@ -57,6 +57,13 @@ pub enum Command {
     Run,
     /// Print every CustomResourceDefinition of the operator as YAML and exit.
     Crds,
+    /// Roll back to a replaced operator: rename this operator's finalizer on every object of its kind to the
+    /// original's (run with the manager stopped, as a cluster administrator; uses the current kubeconfig).
+    Handback {
+        /// Whose objects to hand back.
+        #[arg(value_enum)]
+        original: super::handback::Original,
+    },
 }
 
 /// Log output format.

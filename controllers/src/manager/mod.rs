@@ -4,6 +4,7 @@
 //! settings, [`registry`] starts the selected controllers with them. Controllers never see the command line.
 
 pub mod cli;
+pub mod handback;
 pub mod legacy_env;
 pub mod logging;
 pub mod registry;

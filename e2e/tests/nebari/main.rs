@@ -8,6 +8,7 @@ mod support;
 mod auth;
 mod deletion;
 mod gateway_status;
+mod handback;
 mod health;
 mod isolation;
 mod keycloak_resources;

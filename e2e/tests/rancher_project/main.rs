@@ -13,6 +13,7 @@ mod creation;
 mod deletion;
 mod drift;
 mod group_claims;
+mod handback;
 mod idempotence;
 mod inventory;
 mod membership;
