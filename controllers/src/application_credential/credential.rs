@@ -59,23 +59,32 @@ pub fn recorded_elsewhere(status: Option<&crds::keystone::KeystoneApplicationCre
 }
 
 impl Minter<'_> {
-    /// Whether the credential `ac`'s status records (made by the replaced operator) has exactly the permissions
-    /// the spec asks for — roles, access rules, unrestricted — so it can be taken over instead of replaced.
-    pub async fn matches_spec(&self, ac: &KeystoneApplicationCredential, keystone: &Resolved) -> Result<bool, AcError> {
-        let Some(id) = ac.status.as_ref().and_then(|s| s.ac_id.clone()) else {
-            return Ok(false);
-        };
+    /// The service user `ac` names, with its password read now, at the Keystone `keystone` resolved.
+    async fn service_user(
+        &self,
+        ac: &KeystoneApplicationCredential,
+        keystone: &Resolved,
+    ) -> Result<ServiceUser, AcError> {
         let namespace = ac.namespace().unwrap_or_default();
         let password =
             super::password::read(self.client, &namespace, &ac.spec.secret, &ac.spec.password_selector).await?;
-        let user = ServiceUser {
+        Ok(ServiceUser {
             endpoint: keystone.endpoint.clone(),
             user_name: ac.spec.user_name.clone(),
             user_domain: self.scope.user_domain.clone(),
             project_name: self.scope.project.clone(),
             project_domain: self.scope.project_domain.clone(),
             password,
+        })
+    }
+
+    /// Whether the credential `ac`'s status records (made by the replaced operator) has exactly the permissions
+    /// the spec asks for — roles, access rules, unrestricted — so it can be taken over instead of replaced.
+    pub async fn matches_spec(&self, ac: &KeystoneApplicationCredential, keystone: &Resolved) -> Result<bool, AcError> {
+        let Some(id) = ac.status.as_ref().and_then(|s| s.ac_id.clone()) else {
+            return Ok(false);
         };
+        let user = self.service_user(ac, keystone).await?;
         let credentials = self.keystone.list_application_credentials(&user).await?;
         let Some(found) = credentials.into_iter().find(|c| c.id == id) else {
             return Ok(false);
@@ -113,16 +122,7 @@ impl Minter<'_> {
         let replaces = ac.status.as_ref().and_then(|s| s.ac_id.clone()).unwrap_or_default();
         let secrets: Api<Secret> = Api::namespaced(self.client.clone(), &namespace);
 
-        let password =
-            super::password::read(self.client, &namespace, &ac.spec.secret, &ac.spec.password_selector).await?;
-        let user = ServiceUser {
-            endpoint: keystone.endpoint.clone(),
-            user_name: ac.spec.user_name.clone(),
-            user_domain: self.scope.user_domain.clone(),
-            project_name: self.scope.project.clone(),
-            project_domain: self.scope.project_domain.clone(),
-            password,
-        };
+        let user = self.service_user(ac, keystone).await?;
 
         let intended = self
             .intention(&secrets, ac, service, &uid, &replaces, &security_hash)

@@ -200,8 +200,8 @@ impl RealmClient {
         }
     }
 
-    /// `{base}/admin/realms/{realm}/{segments…}`, each segment percent-encoded.
-    pub(crate) fn admin_url(&self, segments: &[&str]) -> Result<Url, KeycloakError> {
+    /// `{base}/{prefix…}/{segments…}`, each segment percent-encoded.
+    fn url_under(&self, prefix: &[&str], segments: &[&str]) -> Result<Url, KeycloakError> {
         let mut url = self.client.inner.base.clone();
         url.path_segments_mut()
             .map_err(|_| KeycloakError::InvalidInput {
@@ -209,23 +209,19 @@ impl RealmClient {
                 reason: "base URL cannot have a path".into(),
             })?
             .pop_if_empty()
-            .extend(["admin", "realms", self.realm.as_str()])
+            .extend(prefix)
             .extend(segments);
         Ok(url)
     }
 
+    /// `{base}/admin/realms/{realm}/{segments…}`, each segment percent-encoded.
+    pub(crate) fn admin_url(&self, segments: &[&str]) -> Result<Url, KeycloakError> {
+        self.url_under(&["admin", "realms", self.realm.as_str()], segments)
+    }
+
     /// `{base}/admin/{segments…}`: the server-wide admin endpoints (`serverinfo`).
     pub(crate) fn server_url(&self, segments: &[&str]) -> Result<Url, KeycloakError> {
-        let mut url = self.client.inner.base.clone();
-        url.path_segments_mut()
-            .map_err(|_| KeycloakError::InvalidInput {
-                operation: "build URL",
-                reason: "base URL cannot have a path".into(),
-            })?
-            .pop_if_empty()
-            .push("admin")
-            .extend(segments);
-        Ok(url)
+        self.url_under(&["admin"], segments)
     }
 
     /// Sends one admin request to the realm's `segments` (see [`Self::execute_at`]).

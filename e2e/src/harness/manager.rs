@@ -439,3 +439,21 @@ impl Drop for ManagerProcess {
         }
     }
 }
+
+/// Runs the manager binary once with `args` (a subcommand such as `handback`) as the administrator of the cluster
+/// behind `kubeconfig`; fails the test unless it succeeds, and returns what it printed. Asynchronous, because the
+/// API emulator serves from the test's own runtime.
+pub async fn run_manager_command(kubeconfig: &std::path::Path, args: &[&str]) -> String {
+    let output = tokio::process::Command::new(manager_binary())
+        .args(args)
+        .env("KUBECONFIG", kubeconfig)
+        .output()
+        .await
+        .expect("run the manager binary");
+    assert!(
+        output.status.success(),
+        "manager {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).to_string()
+}

@@ -18,5 +18,5 @@ pub mod wait;
 pub use cluster::TestCluster;
 pub use install::{OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, OperatorIdentity};
 pub use kubectl::Kubectl;
-pub use manager::{Identity, Launcher, ManagerOptions, ManagerProcess, manager_binary};
+pub use manager::{Identity, Launcher, ManagerOptions, ManagerProcess, manager_binary, run_manager_command};
 pub use wait::{Deadline, wait_until};

@@ -7,15 +7,7 @@ use serde_json::json;
 
 /// Runs `manager handback nebariapp` as the cluster's administrator; returns what it printed.
 async fn handback(world: &World) -> String {
-    // Asynchronously: the API emulator serves from this test's runtime.
-    let output = tokio::process::Command::new(e2e::harness::manager_binary())
-        .args(["handback", "nebariapp"])
-        .env("KUBECONFIG", world.cluster.kubeconfig())
-        .output()
-        .await
-        .expect("run manager handback");
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    String::from_utf8_lossy(&output.stdout).to_string()
+    e2e::harness::run_manager_command(world.cluster.kubeconfig(), &["handback", "nebariapp"]).await
 }
 
 #[tokio::test]
