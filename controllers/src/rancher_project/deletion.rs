@@ -152,12 +152,14 @@ impl Cleanup<'_> {
                 .filter(|e| e.group_name == entry.group_name)
                 .find_map(|e| e.keycloak_group_id.clone());
             let managed = members::managed_ids(entries.iter(), &entry.group_name);
+            let owner = project::owner_key(self.mrp);
             match groups::remove(
                 realm,
                 recorded.as_deref(),
                 parent_id.as_deref(),
                 &entry.group_name,
                 &managed,
+                &owner,
             )
             .await
             {
@@ -173,7 +175,7 @@ impl Cleanup<'_> {
                 .filter(|e| e.group_name == entry.group_name)
                 .find_map(|e| e.replaced_keycloak_group_id.clone());
             if let Some(old) = replaced {
-                match groups::remove_replaced(realm, &old, &entry.group_name, &managed).await {
+                match groups::remove_replaced(realm, &old, &entry.group_name, &managed, &owner).await {
                     Ok(Removal::Gone) => {}
                     Ok(_) => self.done.push(format!(
                         "Keycloak group {} replaced by a parent change",

@@ -134,17 +134,30 @@ pub async fn remove(
     parent_id: Option<&str>,
     name: &str,
     managed_ids: &BTreeSet<String>,
+    owner: &str,
 ) -> Result<Removal, MrpError> {
     let Some(group) = find_unwanted(realm, recorded_id, parent_id, name).await? else {
         return Ok(Removal::Gone);
     };
-    if is_managed(&group) {
+    remove_found(realm, &group, managed_ids, owner).await
+}
+
+/// Deletes `group` when this operator created it, otherwise takes out the members `managed_ids` and those the
+/// group records as added by `owner`.
+async fn remove_found(
+    realm: &RealmClient,
+    group: &Group,
+    managed_ids: &BTreeSet<String>,
+    owner: &str,
+) -> Result<Removal, MrpError> {
+    if is_managed(group) {
         realm.delete_group(&group.id).await?;
-        Ok(Removal::Deleted)
-    } else {
-        remove_managed(realm, &group.id, managed_ids).await?;
-        Ok(Removal::MembersRemoved)
+        return Ok(Removal::Deleted);
     }
+    let mut managed = managed_ids.clone();
+    managed.extend(super::members::recorded_members(group, owner));
+    remove_managed(realm, &group.id, &managed).await?;
+    Ok(Removal::MembersRemoved)
 }
 
 /// Removes a group that a binding group replaced under another parent (`parentGroupName` changed): the group
@@ -155,17 +168,12 @@ pub async fn remove_replaced(
     id: &str,
     name: &str,
     managed_ids: &BTreeSet<String>,
+    owner: &str,
 ) -> Result<Removal, MrpError> {
     let Some(group) = realm.get_group(id).await?.filter(|g| g.name == name) else {
         return Ok(Removal::Gone);
     };
-    if is_managed(&group) {
-        realm.delete_group(&group.id).await?;
-        Ok(Removal::Deleted)
-    } else {
-        remove_managed(realm, &group.id, managed_ids).await?;
-        Ok(Removal::MembersRemoved)
-    }
+    remove_found(realm, &group, managed_ids, owner).await
 }
 
 /// What cleanup did with the parent group.

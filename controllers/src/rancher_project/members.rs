@@ -18,7 +18,58 @@ use super::found::Synced;
 use super::groups::{self, Removal};
 use super::reconcile::Pass;
 use super::status::{KEYCLOAK_GROUPS_READY, MEMBERSHIP_SYNCED};
-use crate::keycloak::{RealmClient, User};
+use crate::keycloak::{Group, RealmClient, User};
+
+/// The group attribute recording which members each object added (values `<namespace>/<name>:<user id>`),
+/// written *before* the members are added: a manager killed between adding a member and writing the status still
+/// knows the member is one it manages, so it is removed when the spec stops listing it.
+pub const ADDED_MEMBERS_ATTRIBUTE: &str = "waldur.io/added-members";
+
+/// The user ids `group` records as added by `owner` (`<namespace>/<name>`).
+pub fn recorded_members(group: &Group, owner: &str) -> BTreeSet<String> {
+    let prefix = format!("{owner}:");
+    group
+        .attributes
+        .get(ADDED_MEMBERS_ATTRIBUTE)
+        .into_iter()
+        .flatten()
+        .filter_map(|value| value.strip_prefix(&prefix).map(str::to_string))
+        .collect()
+}
+
+/// Adds (`add`) or removes the record of `ids` as added by `owner` on group `group_id`; writes only on change.
+async fn update_record(
+    realm: &RealmClient,
+    group_id: &str,
+    owner: &str,
+    ids: &[String],
+    add: bool,
+) -> Result<(), crate::keycloak::KeycloakError> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let Some(group) = realm.get_group(group_id).await? else {
+        return Ok(());
+    };
+    let mut attributes = group.attributes.clone();
+    let values = attributes.entry(ADDED_MEMBERS_ATTRIBUTE.to_string()).or_default();
+    let before = values.clone();
+    for id in ids {
+        let value = format!("{owner}:{id}");
+        if add && !values.contains(&value) {
+            values.push(value);
+        } else if !add {
+            values.retain(|v| *v != value);
+        }
+    }
+    if *values == before {
+        return Ok(());
+    }
+    if values.is_empty() {
+        attributes.remove(ADDED_MEMBERS_ATTRIBUTE);
+    }
+    realm.set_group_attributes(&group, &attributes).await
+}
 
 /// Reason of a member whose user does not exist in Keycloak yet.
 pub const USER_NOT_FOUND: &str = "UserNotFound";
@@ -49,7 +100,8 @@ fn pending(member: &DesiredMember, reason: &str, message: String) -> PendingMemb
 }
 
 /// Brings the members of group `group_id` in line with `wanted`. `current` is the group's member listing
-/// (`None` to list it here); `managed_ids` are the Keycloak ids this operator reported as synced before.
+/// (`None` to list it here); `managed_ids` are the Keycloak ids the status reports as synced before; `owner`
+/// (`<namespace>/<name>`) is recorded on the group for every member added, before adding it.
 ///
 /// Individual failures leave the member pending (or, for removals, in the group) and are returned as the error
 /// after every other member was handled, so one bad user never blocks the rest.
@@ -59,6 +111,7 @@ pub async fn sync(
     current: Option<Vec<User>>,
     wanted: &[DesiredMember],
     managed_ids: &BTreeSet<String>,
+    owner: &str,
     authoritative: bool,
 ) -> (Synced, Option<MrpError>) {
     let mut error: Option<MrpError> = None;
@@ -72,6 +125,7 @@ pub async fn sync(
     let mut out = Synced::default();
     let mut wanted_ids = BTreeSet::new();
     let mut present: BTreeSet<String> = current.iter().map(|u| u.id.clone()).collect();
+    let mut to_add: Vec<(&DesiredMember, User)> = Vec::new();
     for member in wanted {
         if let Some(user) = current.iter().find(|u| member.is(u)) {
             wanted_ids.insert(user.id.clone());
@@ -81,8 +135,11 @@ pub async fn sync(
             });
             continue;
         }
-        let user = match realm.find_user(&member.reference()).await {
-            Ok(Some(user)) => user,
+        match realm.find_user(&member.reference()).await {
+            Ok(Some(user)) => {
+                wanted_ids.insert(user.id.clone());
+                to_add.push((member, user));
+            }
             Ok(None) => {
                 let what = if member.by_id { "id" } else { "username" };
                 out.pending.push(pending(
@@ -94,7 +151,6 @@ pub async fn sync(
                         member.identifier
                     ),
                 ));
-                continue;
             }
             Err(e) => {
                 out.pending.push(pending(
@@ -103,10 +159,27 @@ pub async fn sync(
                     framework::sanitize::sanitize(&e.to_string()),
                 ));
                 error.get_or_insert(e.into());
-                continue;
             }
-        };
-        wanted_ids.insert(user.id.clone());
+        }
+    }
+    let adding: Vec<String> = to_add
+        .iter()
+        .filter(|(_, user)| !present.contains(&user.id))
+        .map(|(_, user)| user.id.clone())
+        .collect();
+    // The record first: nothing is added that a crash could make us forget we added.
+    if let Err(e) = update_record(realm, group_id, owner, &adding, true).await {
+        for (member, _) in &to_add {
+            out.pending.push(pending(
+                member,
+                SYNC_FAILED,
+                framework::sanitize::sanitize(&e.to_string()),
+            ));
+        }
+        error.get_or_insert(e.into());
+        to_add.clear();
+    }
+    for (member, user) in to_add {
         if !present.contains(&user.id) {
             if let Err(e) = realm.add_group_member(group_id, &user.id).await {
                 out.pending.push(pending(
@@ -125,7 +198,23 @@ pub async fn sync(
             keycloak_user_id: Some(user.id.clone()),
         });
     }
-    for user in removals(&current, &wanted_ids, managed_ids, authoritative) {
+    // Members the status does not know may still be ours: a pass that added them may have died before writing
+    // the status. The group's record says (read only when such a member is there).
+    let mut managed = managed_ids.clone();
+    let unknown = current
+        .iter()
+        .any(|u| !wanted_ids.contains(&u.id) && !managed.contains(&u.id));
+    if unknown && !authoritative {
+        match realm.get_group(group_id).await {
+            Ok(Some(group)) => managed.extend(recorded_members(&group, owner)),
+            Ok(None) => {}
+            Err(e) => {
+                error.get_or_insert(e.into());
+            }
+        }
+    }
+    let mut removed_ids = Vec::new();
+    for user in removals(&current, &wanted_ids, &managed, authoritative) {
         match realm.remove_group_member(group_id, &user.id).await {
             Ok(()) => {}
             Err(e) if e.is_not_found() => {}
@@ -135,7 +224,11 @@ pub async fn sync(
             }
         }
         present.remove(&user.id);
+        removed_ids.push(user.id.clone());
         out.removed.push(user.username.clone());
+    }
+    if let Err(e) = update_record(realm, group_id, owner, &removed_ids, false).await {
+        error.get_or_insert(e.into());
     }
     out.synced.sort_by(|a, b| a.user_identifier.cmp(&b.user_identifier));
     out.synced.dedup();
@@ -181,6 +274,7 @@ impl Pass<'_> {
             return;
         }
         let created = done.created.clone();
+        let owner = super::project::owner_key(self.plan.mrp);
         let previous_entries: Vec<&RoleBindingStatus> = self
             .plan
             .previous
@@ -200,7 +294,7 @@ impl Pass<'_> {
             // the same name, so the same Rancher principal, and must not keep its members. Its id stays recorded
             // until the removal succeeds.
             for old in replaced_ids(&previous_entries, &plan.name, &group_id) {
-                match groups::remove_replaced(realm, &old, &plan.name, &managed).await {
+                match groups::remove_replaced(realm, &old, &plan.name, &managed, &owner).await {
                     Ok(Removal::Gone) => {}
                     Ok(_) => self.report.note(
                         "GroupReplaced",
@@ -224,6 +318,7 @@ impl Pass<'_> {
                 current,
                 &plan.members,
                 &managed,
+                &owner,
                 self.plan.controller.settings.authoritative_membership,
             )
             .await;

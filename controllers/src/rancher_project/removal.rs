@@ -116,12 +116,14 @@ impl Plan<'_> {
                         self.previous.keycloak_parent_group_id.clone()
                     };
                     let managed = members::managed_ids([entry], &entry.group_name);
+                    let owner = super::project::owner_key(self.mrp);
                     match remove_group(
                         realm,
                         entry.keycloak_group_id.as_deref(),
                         parent.as_deref(),
                         &entry.group_name,
                         &managed,
+                        &owner,
                     )
                     .await
                     {

@@ -9,6 +9,7 @@ mod support;
 mod admission;
 mod adoption;
 mod binding_removal;
+mod crash_records;
 mod creation;
 mod deletion;
 mod drift;

@@ -4,14 +4,12 @@
 //! the next pass revokes it; before, the member stayed (counted as added by hand) and the PRTB and group were
 //! never deleted — access outliving its removal from the spec.
 
-use kube::api::PostParams;
-use kube::core::DynamicObject;
 use kube_emulator::Fault;
 use serde_json::Value;
 
 use crate::support::{
-    Setup, World, binding, binding_status, group_name, group_path, synced, wait_members, wait_state, writer_labels,
-    writer_spec,
+    Setup, World, binding, binding_status, group_name, group_path, replace_spec, synced, wait_members, wait_state,
+    writer_labels, writer_spec,
 };
 
 /// How long the status writes (patches of the object) are held back: long enough for the test to see the
@@ -110,17 +108,4 @@ async fn what_a_pass_granted_before_its_status_write_conflicted_is_still_revoked
         "{}",
         object["status"]
     );
-}
-
-/// Replaces the spec of `object` with one PUT of the whole object (finalizers kept), conditional on its
-/// resourceVersion.
-async fn replace_spec(world: &World, mut object: Value, spec: Value) -> Result<(), kube::Error> {
-    object["spec"] = spec;
-    let name = object["metadata"]["name"].as_str().unwrap_or_default().to_string();
-    let object: DynamicObject = serde_json::from_value(object).expect("an object");
-    world
-        .mrps()
-        .replace(&name, &PostParams::default(), &object)
-        .await
-        .map(|_| ())
 }

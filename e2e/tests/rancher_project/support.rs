@@ -526,3 +526,16 @@ pub async fn wait_state(what: &str, check: impl Fn() -> Result<(), String>) {
     })
     .await
 }
+
+/// Replaces the spec of `object` with one PUT of the whole object (finalizers kept), conditional on its
+/// resourceVersion: goes through while patches of the kind are held back by a fault.
+pub async fn replace_spec(world: &World, mut object: Value, spec: Value) -> Result<(), kube::Error> {
+    object["spec"] = spec;
+    let name = object["metadata"]["name"].as_str().unwrap_or_default().to_string();
+    let object: DynamicObject = serde_json::from_value(object).expect("an object");
+    world
+        .mrps()
+        .replace(&name, &kube::api::PostParams::default(), &object)
+        .await
+        .map(|_| ())
+}

@@ -1,0 +1,81 @@
+//! Crash-safe membership records: the members a pass adds are recorded on the Keycloak group
+//! (`waldur.io/added-members`) before they are added, so a manager killed after adding a member and before writing
+//! the status still knows the member is its own and removes it once the spec stops listing it.
+
+use e2e::harness::{Deadline, wait_until};
+use kube_emulator::Fault;
+
+use crate::support::{
+    REALM, Setup, World, binding, group_name, group_path, replace_spec, wait_members, writer_labels, writer_spec,
+};
+
+/// The values of the group's `waldur.io/added-members` record.
+fn record(world: &World, group: &str) -> Vec<String> {
+    world
+        .env
+        .keycloak
+        .hooks()
+        .group_tree(REALM)
+        .iter()
+        .flat_map(|parent| parent.children.clone())
+        .find(|g| g.name == group)
+        .and_then(|g| g.attributes.get("waldur.io/added-members").cloned())
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_member_added_by_a_pass_killed_before_its_status_write_is_removed_after_the_restart() {
+    let mut world = World::start(Setup::default()).await;
+    let rp = "c0c0c0c04b2c4e7f9a0b1c2d3e4f5a6b";
+    let group = group_name(rp, "project_member");
+    let name = "crash-c0c0c0c0";
+    let spec = |members: &[&str]| writer_spec("Crash", rp, vec![binding(&group, "project-member", members)]);
+    world.write(name, spec(&["alice"]), writer_labels(rp)).await;
+    world.wait_ready(name).await;
+
+    // Every status write now fails: the pass that adds bob cannot record him in the status.
+    world.cluster.emulator().hooks().inject(Fault {
+        verbs: vec!["patch".into()],
+        group: Some("waldur.io".into()),
+        resource: Some("managedrancherprojects".into()),
+        error_status: Some(500),
+        ..Fault::default()
+    });
+    let current = world.get(name).await.expect("the object");
+    replace_spec(&world, current, spec(&["alice", "bob"]))
+        .await
+        .expect("add bob");
+    wait_members(&world, &group_path(&group), &["alice", "bob"]).await;
+    let bob = world.env.keycloak.hooks().user_id(REALM, "bob").expect("bob exists");
+    assert!(
+        record(&world, &group).iter().any(|v| v.ends_with(&format!(":{bob}"))),
+        "bob was recorded before he was added: {:?}",
+        record(&world, &group)
+    );
+    world.manager_mut().kill().await;
+    let stored = world.get(name).await.expect("the object");
+    assert!(
+        !stored["status"].to_string().contains(&bob),
+        "the status never learnt about bob: {}",
+        stored["status"]
+    );
+
+    // bob leaves the spec while no manager runs; the restarted one removes him (the status alone would say
+    // he was added by hand).
+    world.cluster.emulator().hooks().clear_faults();
+    let current = world.get(name).await.expect("the object");
+    replace_spec(&world, current, spec(&["alice"]))
+        .await
+        .expect("remove bob");
+    world.start_manager(Vec::new()).await;
+    wait_members(&world, &group_path(&group), &["alice"]).await;
+    wait_until("bob's record dropped", Deadline::secs(30), || async {
+        let values = record(&world, &group);
+        if values.iter().any(|v| v.ends_with(&format!(":{bob}"))) {
+            Err(format!("{values:?}"))
+        } else {
+            Ok(Some(()))
+        }
+    })
+    .await;
+}
