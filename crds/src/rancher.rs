@@ -426,6 +426,11 @@ pub struct RancherProjectInventoryStatus {
     /// Each project nothing manages, with its namespaces.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unmanaged_projects: Vec<UnmanagedProject>,
+    /// Projects this operator made for a ManagedRancherProject that no longer exists (it was deleted while its
+    /// finalizer was missing, so its cleanup never ran): deleted after the grace period when the operator runs
+    /// with `--rancher-delete-orphans`, otherwise only reported.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub orphaned_projects: Vec<OrphanedProject>,
     /// Ready, and why a scan failed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "crate::schema::conditions")]
@@ -433,6 +438,21 @@ pub struct RancherProjectInventoryStatus {
     /// The `metadata.generation` this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+}
+
+/// A Rancher project whose ManagedRancherProject is gone.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct OrphanedProject {
+    /// Rancher id of the project.
+    pub project_id: String,
+    /// Display name.
+    #[serde(default)]
+    pub name: String,
+    /// The ManagedRancherProject (`<namespace>/<name>`) the project's `waldur.io/owner` annotation names.
+    pub owner: String,
+    /// When a scan first found it orphaned (the grace period counts from here).
+    pub first_seen: Time,
 }
 
 /// A Rancher project no ManagedRancherProject manages.

@@ -585,6 +585,23 @@ pub struct RancherFlags {
     )]
     pub rancher_namespace_default_quota_percent: u8,
 
+    /// Delete Rancher projects this operator made for a ManagedRancherProject that no longer exists (deleted while
+    /// its finalizer was missing), once they stayed orphaned for the grace period. Off: inventories report them.
+    #[arg(
+        long = "rancher-delete-orphans",
+        env = "RANCHER_DELETE_ORPHANS",
+        default_value_t = false
+    )]
+    pub rancher_delete_orphans: bool,
+
+    /// Seconds a project must stay orphaned before `--rancher-delete-orphans` deletes it.
+    #[arg(
+        long = "rancher-orphan-grace-seconds",
+        env = "RANCHER_ORPHAN_GRACE_SECONDS",
+        default_value_t = 3600
+    )]
+    pub rancher_orphan_grace_seconds: u64,
+
     /// Rancher cluster ids ManagedRancherProjects and RancherProjectInventories may name (comma-separated; empty
     /// allows every cluster). Defence in depth behind the trusted writer, see docs/trust-model.md.
     #[arg(
@@ -783,6 +800,8 @@ impl RancherFlags {
         RancherInventorySettings {
             rancher: self.rancher(),
             policy: self.rancher_policy(),
+            delete_orphans: self.rancher_delete_orphans,
+            orphan_grace: seconds(self.rancher_orphan_grace_seconds),
         }
     }
 

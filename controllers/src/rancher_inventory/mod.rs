@@ -11,11 +11,12 @@ pub mod scan;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crds::rancher::{ManagedRancherProject, RancherProjectInventory, RancherProjectInventoryStatus};
+use crds::rancher::{ManagedRancherProject, OrphanedProject, RancherProjectInventory, RancherProjectInventoryStatus};
 use framework::ReconcileError;
 use framework::clock::{Clock, SystemClock};
 use framework::conditions::{self, ConditionUpdate, READY};
 use framework::error::{KubeError, kube_error};
+use framework::events::Severity;
 use framework::namespaces::WidestList;
 use framework::runner::{Context, Outcome, Reconciler, Running, Runtime, StartError};
 use framework::status::{OnConflict, Published, StatusPolicy, StatusUpdate};
@@ -31,6 +32,8 @@ use crate::rancher_project::status::to_seconds;
 
 /// The controller's name (`--controllers`, metrics, events).
 pub const NAME: &str = "rancherprojectinventory";
+/// Metric: orphaned projects each inventory reports.
+pub const ORPHANS_GAUGE: &str = "rancher_inventory_orphaned_projects";
 /// The shortest scan interval honoured (the CRD enforces it too).
 const MIN_INTERVAL_SECONDS: i64 = 10;
 
@@ -41,12 +44,18 @@ pub struct RancherInventorySettings {
     pub rancher: Option<RancherConnection>,
     /// The clusters inventories may scan (the ManagedRancherProject policy's `--rancher-allowed-clusters`).
     pub policy: RancherPolicy,
+    /// Delete orphaned projects once their grace period is over (`--rancher-delete-orphans`); off: report only.
+    pub delete_orphans: bool,
+    /// How long a project must stay orphaned before it is deleted (`--rancher-orphan-grace-seconds`).
+    pub orphan_grace: Duration,
 }
 
 /// The controller: the Rancher client and a clock.
 pub struct InventoryController {
     rancher: Option<RancherClient>,
     policy: RancherPolicy,
+    delete_orphans: bool,
+    orphan_grace: Duration,
     clock: Arc<dyn Clock>,
     /// Every namespace's ManagedRancherProjects tell managed projects from unmanaged ones.
     objects: WidestList,
@@ -71,6 +80,8 @@ impl InventoryController {
         Ok(Self {
             rancher,
             policy: settings.policy.clone(),
+            delete_orphans: settings.delete_orphans,
+            orphan_grace: settings.orphan_grace,
             clock: Arc::new(SystemClock),
             objects: WidestList::default(),
         })
@@ -91,7 +102,83 @@ impl InventoryController {
             .await
             .map_err(kube_error("listing ManagedRancherProjects"))?;
         let managed = scan::managed_ids(objects.iter(), cluster);
-        Ok(scan::scan(&projects, &namespaces, &managed))
+        let owners: std::collections::BTreeSet<String> =
+            objects.iter().map(crate::rancher_project::project::owner_key).collect();
+        let known = scan::Known {
+            managed_ids: &managed,
+            owners: &owners,
+            watched: ctx.namespaces.names(),
+        };
+        Ok(scan::scan(&projects, &namespaces, &known))
+    }
+
+    /// The orphans of this scan, each with when it was first seen (kept from the last status); deletes those whose
+    /// grace period is over when deleting is on, and announces what it found and did.
+    async fn sweep(
+        &self,
+        rpi: &RancherProjectInventory,
+        ctx: &Context,
+        found: &scan::Scan,
+        now: Timestamp,
+    ) -> Vec<OrphanedProject> {
+        let previous = rpi
+            .status
+            .as_ref()
+            .map(|s| s.orphaned_projects.as_slice())
+            .unwrap_or_default();
+        let grace = SignedDuration::try_from(self.orphan_grace).unwrap_or(SignedDuration::MAX);
+        let mut kept = Vec::new();
+        for (project, owner) in &found.orphaned {
+            let seen_before = previous.iter().find(|o| o.project_id == project.id);
+            let first_seen = seen_before.map_or(now, |o| o.first_seen.0);
+            if seen_before.is_none() {
+                let note = format!(
+                    "Rancher project {} ({}) belongs to ManagedRancherProject {owner}, which no longer exists; {}",
+                    project.id,
+                    project.name,
+                    if self.delete_orphans {
+                        format!("it is deleted after {}s", self.orphan_grace.as_secs())
+                    } else {
+                        "reported only (--rancher-delete-orphans is off)".to_string()
+                    }
+                );
+                ctx.events
+                    .publish(
+                        &rpi.object_ref(&()),
+                        Severity::Warning,
+                        "OrphanedProject",
+                        "Scan",
+                        &note,
+                    )
+                    .await;
+            }
+            let due = now.duration_since(first_seen) >= grace;
+            if self.delete_orphans
+                && due
+                && let Some(rancher) = &self.rancher
+            {
+                match rancher.delete_project(&project.id).await {
+                    Ok(_) => {
+                        let note = format!(
+                            "deleted Rancher project {} ({}), orphaned by ManagedRancherProject {owner}",
+                            project.id, project.name
+                        );
+                        ctx.events
+                            .publish(&rpi.object_ref(&()), Severity::Normal, "OrphanDeleted", "Sweep", &note)
+                            .await;
+                        continue;
+                    }
+                    Err(error) => tracing::warn!(project = %project.id, %error, "could not delete an orphaned project"),
+                }
+            }
+            kept.push(OrphanedProject {
+                project_id: project.id.clone(),
+                name: project.name.clone(),
+                owner: owner.clone(),
+                first_seen: Time(first_seen),
+            });
+        }
+        kept
     }
 }
 
@@ -124,6 +211,22 @@ impl Reconciler for InventoryController {
         framework::status::ready_condition::<Self>(obj)
     }
 
+    const OBJECT_GAUGES: &'static [(&'static str, &'static str)] = &[(
+        ORPHANS_GAUGE,
+        "Rancher projects of the inventory's cluster whose ManagedRancherProject no longer exists",
+    )];
+
+    fn object_gauges(obj: &Self::Resource) -> Vec<framework::metrics::ObjectGauge> {
+        let count = obj.status.as_ref().map_or(0, |s| s.orphaned_projects.len());
+        // A count of projects fits an f64 exactly.
+        #[allow(clippy::cast_precision_loss)]
+        let value = count as f64;
+        vec![framework::metrics::ObjectGauge {
+            family: ORPHANS_GAUGE,
+            value,
+        }]
+    }
+
     async fn reconcile(&self, rpi: Arc<RancherProjectInventory>, ctx: &Context) -> Result<Outcome, MrpError> {
         let now = to_seconds(self.clock.now());
         if let Some(wait) = next_scan_in(&rpi, now) {
@@ -131,9 +234,14 @@ impl Reconciler for InventoryController {
         }
         let mut update = StatusUpdate::new::<Self>(&rpi, now);
         let result = self.scan(&rpi, ctx).await;
+        let orphans = match &result {
+            Ok(found) => self.sweep(&rpi, ctx, found, now).await,
+            Err(_) => Vec::new(),
+        };
         let ready = match &result {
             Ok(found) => {
                 let next = &mut update.status;
+                next.orphaned_projects = orphans;
                 next.last_scan_time = Some(Time(now));
                 next.managed_projects = Some(found.managed);
                 next.unmanaged_project_count = Some(i64::try_from(found.unmanaged.len()).unwrap_or(i64::MAX));
@@ -142,10 +250,11 @@ impl Reconciler for InventoryController {
                     READY,
                     "Scanned",
                     format!(
-                        "cluster {} has {} managed and {} unmanaged project(s)",
+                        "cluster {} has {} managed, {} unmanaged and {} orphaned project(s)",
                         rpi.spec.cluster_id,
                         found.managed,
-                        found.unmanaged.len()
+                        found.unmanaged.len(),
+                        next.orphaned_projects.len()
                     ),
                 )
             }

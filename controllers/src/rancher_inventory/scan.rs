@@ -18,6 +18,19 @@ pub struct Scan {
     pub managed: i64,
     /// The other projects, by id.
     pub unmanaged: Vec<UnmanagedProject>,
+    /// Projects whose owner annotation names a ManagedRancherProject that is gone: `(project, owner)`.
+    pub orphaned: Vec<(Project, String)>,
+}
+
+/// What a scan knows about the ManagedRancherProjects: the projects they record, the objects that exist
+/// (`<namespace>/<name>`), and which namespaces it can see (`None`: all).
+pub struct Known<'a> {
+    /// Ids of the projects ManagedRancherProjects record.
+    pub managed_ids: &'a BTreeSet<String>,
+    /// Every ManagedRancherProject that exists, as `<namespace>/<name>`.
+    pub owners: &'a BTreeSet<String>,
+    /// The namespaces the objects were listed in; an owner elsewhere cannot be judged gone.
+    pub watched: Option<&'a [String]>,
 }
 
 /// Whether a project is one Rancher makes for every cluster.
@@ -42,7 +55,8 @@ pub fn managed_ids<'a>(
 }
 
 /// Classifies the projects of one cluster (pure).
-pub fn scan(projects: &[Project], namespaces: &[Namespace], managed_ids: &BTreeSet<String>) -> Scan {
+pub fn scan(projects: &[Project], namespaces: &[Namespace], known: &Known<'_>) -> Scan {
+    let managed_ids = known.managed_ids;
     let mut by_project: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     for namespace in namespaces {
         if let Some(project) = namespace.project_id.as_deref() {
@@ -58,8 +72,20 @@ pub fn scan(projects: &[Project], namespaces: &[Namespace], managed_ids: &BTreeS
     let mut projects: Vec<&Project> = projects.iter().filter(|p| !p.is_removing()).collect();
     projects.sort_by(|a, b| a.id.cmp(&b.id));
     for project in projects {
-        if managed_ids.contains(&project.id) || project.annotations.contains_key(OWNER_ANNOTATION) {
+        if managed_ids.contains(&project.id) {
             result.managed += 1;
+            continue;
+        }
+        if let Some(owner) = project.annotations.get(OWNER_ANNOTATION) {
+            let namespace = owner.split_once('/').map_or("", |(ns, _)| ns);
+            let judged = known
+                .watched
+                .is_none_or(|watched| watched.iter().any(|w| w == namespace));
+            if judged && !known.owners.contains(owner) {
+                result.orphaned.push((project.clone(), owner.clone()));
+            } else {
+                result.managed += 1;
+            }
             continue;
         }
         if is_builtin(project) {
@@ -113,14 +139,33 @@ mod tests {
                 state: None,
             },
         ];
-        let result = scan(
-            &[system, managed, owned, hand],
-            &namespaces,
-            &BTreeSet::from(["c-1:p-mgd".to_string()]),
+        let mut orphan = project("c-1:p-orphan", "Orphan");
+        orphan.annotations.insert(OWNER_ANNOTATION.into(), "ns/gone".into());
+        let mut elsewhere = project("c-1:p-else", "Elsewhere");
+        elsewhere
+            .annotations
+            .insert(OWNER_ANNOTATION.into(), "other/gone".into());
+        let managed_ids = BTreeSet::from(["c-1:p-mgd".to_string()]);
+        let owners = BTreeSet::from(["ns/x".to_string()]);
+        let watched = vec!["ns".to_string()];
+        let known = Known {
+            managed_ids: &managed_ids,
+            owners: &owners,
+            watched: Some(&watched),
+        };
+        let result = scan(&[system, managed, owned, hand, orphan, elsewhere], &namespaces, &known);
+        assert_eq!(
+            result.managed, 3,
+            "an owner in an unwatched namespace cannot be judged gone"
         );
-        assert_eq!(result.managed, 2);
         assert_eq!(result.unmanaged.len(), 1);
         assert_eq!(result.unmanaged[0].project_id, "c-1:p-hand");
         assert_eq!(result.unmanaged[0].namespaces, vec!["a".to_string(), "b".to_string()]);
+        let orphans: Vec<(&str, &str)> = result
+            .orphaned
+            .iter()
+            .map(|(p, owner)| (p.id.as_str(), owner.as_str()))
+            .collect();
+        assert_eq!(orphans, vec![("c-1:p-orphan", "ns/gone")]);
     }
 }

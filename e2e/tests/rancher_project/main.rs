@@ -20,6 +20,7 @@ mod inventory;
 mod membership;
 mod namespaced;
 mod original_env;
+mod orphans;
 mod outages;
 mod policy;
 mod private_ca;
