@@ -270,6 +270,11 @@ impl RealmClient {
         self.delete("delete client", &["clients", id]).await
     }
 
+    /// Every client of the realm, paged.
+    pub async fn list_clients(&self) -> Result<Vec<Client>, KeycloakError> {
+        self.get_all("list clients", &["clients"], &[]).await
+    }
+
     /// Deletes the client with this `clientId`; `false` when there was none.
     pub async fn delete_client_by_client_id(&self, client_id: &str) -> Result<bool, KeycloakError> {
         match self.find_client(client_id).await? {

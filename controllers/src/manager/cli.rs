@@ -14,6 +14,7 @@ use crate::nebari_app::auth_policy::{self, KeycloakPolicy};
 use crate::nebari_app::health::HealthCheckSettings;
 use crate::nebari_app::hostname::{HostnamePattern, HostnamePolicy};
 use crate::nebari_app::keycloak_groups::GroupPattern;
+use crate::nebari_app::orphans::{OrphanPolicy, OrphanSettings};
 use crate::nebari_app::token_exchange::TokenExchangeSetting;
 use crate::rancher::RancherConnection;
 use crate::rancher_inventory::RancherInventorySettings;
@@ -266,6 +267,33 @@ pub struct NebariAppFlags {
     /// able to reach the apps' Services.
     #[arg(long = "nebari-health-checks", env = "NEBARI_HEALTH_CHECKS", default_value_t = false)]
     pub health_checks: bool,
+
+    /// What to do with Keycloak clients whose NebariApp is gone: `report` (log, metric) or `delete` after
+    /// `--keycloak-orphan-grace-seconds`.
+    #[arg(
+        long = "keycloak-orphaned-clients",
+        env = "KEYCLOAK_ORPHANED_CLIENTS",
+        value_enum,
+        default_value_t = OrphanPolicy::Report
+    )]
+    pub orphaned_clients: OrphanPolicy,
+
+    /// Seconds a client must stay orphaned before `--keycloak-orphaned-clients=delete` deletes it.
+    #[arg(
+        long = "keycloak-orphan-grace-seconds",
+        env = "KEYCLOAK_ORPHAN_GRACE_SECONDS",
+        default_value_t = 3600
+    )]
+    pub orphan_grace_seconds: u64,
+
+    /// Seconds between looks for orphaned Keycloak clients.
+    #[arg(
+        long = "keycloak-orphan-scan-seconds",
+        env = "KEYCLOAK_ORPHAN_SCAN_SECONDS",
+        default_value_t = 300,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub orphan_scan_seconds: u64,
 
     /// Health checks in flight at once.
     #[arg(
@@ -713,6 +741,12 @@ impl NebariAppFlags {
                 group_patterns: self.group_policy.clone(),
             },
             keycloak_token_exchange: self.token_exchange,
+            orphans: OrphanSettings {
+                policy: self.orphaned_clients,
+                grace: seconds(self.orphan_grace_seconds),
+                interval: seconds(self.orphan_scan_seconds),
+                watched: None,
+            },
             health_checks: HealthCheckSettings {
                 enabled: self.health_checks,
                 concurrency: usize::from(self.health_check_concurrency),

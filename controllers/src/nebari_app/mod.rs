@@ -25,6 +25,7 @@ pub mod keycloak_sync;
 pub mod listener;
 pub mod naming;
 pub mod oidc_secret;
+pub mod orphans;
 pub mod prerequisites;
 pub mod rbac;
 pub mod reconcile;
@@ -90,6 +91,8 @@ pub struct NebariAppController {
     pub token_exchange: token_exchange::Detector,
     /// The health checks of the apps on the landing page.
     pub health: Arc<health::Prober>,
+    /// The sweep of Keycloak clients whose app is gone.
+    pub orphans: Arc<orphans::OrphanSweep>,
 }
 
 impl NebariAppController {
@@ -103,6 +106,11 @@ impl NebariAppController {
             controller: NAME,
             message: e.to_string(),
         })?;
+        let orphans =
+            orphans::OrphanSweep::new(settings.orphans.clone(), metrics.as_ref()).map_err(|e| StartError {
+                controller: NAME,
+                message: e.to_string(),
+            })?;
         let keycloak = settings.keycloak.client(kube, metrics).map_err(|e| StartError {
             controller: NAME,
             message: e.to_string(),
@@ -114,6 +122,7 @@ impl NebariAppController {
             peers: Peers::default(),
             token_exchange: token_exchange::Detector::default(),
             health: Arc::new(health),
+            orphans: Arc::new(orphans),
         })
     }
 
@@ -165,6 +174,7 @@ impl Reconciler for NebariAppController {
         let store = triggers.store();
         self.peers.register(store.clone(), scope.namespace());
         self.health.register(store.clone());
+        self.orphans.register(store.clone());
         let managed =
             watcher::Config::default().labels(&format!("{}={MANAGED_BY}", framework::children::LABEL_MANAGED_BY));
 
@@ -339,8 +349,15 @@ fn apps_sharing_hostname(store: &Store<NebariApp>, changed: &NebariApp) -> Vec<O
 }
 
 /// Starts the controller (the manager's registry entry).
-pub fn start(runtime: &Runtime, settings: NebariAppSettings) -> Result<Running, StartError> {
+pub fn start(runtime: &Runtime, mut settings: NebariAppSettings) -> Result<Running, StartError> {
+    let namespaces = &runtime.defaults.namespaces;
+    settings.orphans.watched = (!namespaces.is_empty()).then(|| namespaces.clone());
     let controller = NebariAppController::new(settings, runtime.client.clone(), Some(runtime.metrics.clone()))?;
+    if controller.settings.keycloak_enabled {
+        let (sweep, shutdown) = (controller.orphans.clone(), runtime.shutdown.clone());
+        let realm = controller.keycloak.realm(&controller.settings.keycloak.realm);
+        tokio::spawn(async move { sweep.run(realm, shutdown).await });
+    }
     let events = framework::events::EventPublisher::new(
         runtime.client.clone(),
         &format!("{}-{NAME}", runtime.defaults.field_manager_prefix),

@@ -3,6 +3,7 @@
 use super::auth_policy::KeycloakPolicy;
 use super::health::HealthCheckSettings;
 use super::hostname::HostnamePolicy;
+use super::orphans::OrphanSettings;
 use super::token_exchange::TokenExchangeSetting;
 use crate::keycloak::KeycloakConnection;
 
@@ -37,6 +38,8 @@ pub struct NebariAppSettings {
     pub keycloak_token_exchange: TokenExchangeSetting,
     /// Health checks of the apps on the landing page (`--nebari-health-checks`).
     pub health_checks: HealthCheckSettings,
+    /// The sweep of Keycloak clients whose app is gone (`--keycloak-orphaned-clients`).
+    pub orphans: OrphanSettings,
 }
 
 impl NebariAppSettings {
@@ -88,6 +91,12 @@ impl NebariAppSettings {
             allowed_hostnames: HostnamePolicy::default(),
             keycloak_token_exchange: TokenExchangeSetting::Auto,
             health_checks: HealthCheckSettings::default(),
+            orphans: OrphanSettings {
+                policy: super::orphans::OrphanPolicy::Report,
+                grace: std::time::Duration::from_secs(3600),
+                interval: std::time::Duration::from_secs(300),
+                watched: None,
+            },
             keycloak_policy: KeycloakPolicy::default(),
         }
     }

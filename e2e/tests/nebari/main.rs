@@ -15,6 +15,7 @@ mod keycloak_resources;
 mod namespaced;
 mod opt_in;
 mod original_env;
+mod orphans;
 mod private_ca;
 mod public_routes;
 mod rbac;
