@@ -105,6 +105,11 @@ impl RealmClient {
         }
     }
 
+    /// Every top-level group with its attributes, paged.
+    pub async fn list_top_level_groups(&self) -> Result<Vec<Group>, KeycloakError> {
+        self.get_all("list groups", &["groups"], &[full()]).await
+    }
+
     /// A group by id (full representation, with `subGroupCount`); `None` when it does not exist.
     pub async fn get_group(&self, id: &str) -> Result<Option<Group>, KeycloakError> {
         self.get_optional("get group", &["groups", id]).await

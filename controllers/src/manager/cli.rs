@@ -630,6 +630,15 @@ pub struct RancherFlags {
     )]
     pub rancher_orphan_grace_seconds: u64,
 
+    /// Seconds between looks for Keycloak groups whose ManagedRancherProject is gone.
+    #[arg(
+        long = "rancher-orphan-scan-seconds",
+        env = "RANCHER_ORPHAN_SCAN_SECONDS",
+        default_value_t = 300,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub rancher_orphan_scan_seconds: u64,
+
     /// Rancher cluster ids ManagedRancherProjects and RancherProjectInventories may name (comma-separated; empty
     /// allows every cluster). Defence in depth behind the trusted writer, see docs/trust-model.md.
     #[arg(
@@ -825,6 +834,9 @@ impl RancherFlags {
             authoritative_membership: self.rancher_authoritative_membership,
             error_after: seconds(self.rancher_error_after_seconds),
             namespace_default_quota_percent: self.rancher_namespace_default_quota_percent,
+            delete_orphans: self.rancher_delete_orphans,
+            orphan_grace: seconds(self.rancher_orphan_grace_seconds),
+            orphan_scan_interval: seconds(self.rancher_orphan_scan_seconds),
             policy: self.rancher_policy(),
         }
     }

@@ -21,6 +21,7 @@ pub mod error;
 pub mod found;
 pub mod groups;
 pub mod members;
+pub mod orphans;
 pub mod policy;
 pub mod project;
 pub mod quotas;
@@ -63,6 +64,8 @@ pub struct RancherProjectController {
     pub clock: Arc<dyn Clock>,
     /// The cache of every namespace's ManagedRancherProjects (for what they share), when the controller has one.
     pub peers: Peers,
+    /// The sweep of Keycloak groups whose object is gone.
+    pub orphan_groups: orphans::GroupSweep,
 }
 
 impl RancherProjectController {
@@ -76,6 +79,7 @@ impl RancherProjectController {
             controller: NAME,
             message,
         };
+        let metrics_for_sweep = metrics.clone();
         let rancher = settings
             .rancher
             .as_ref()
@@ -91,12 +95,14 @@ impl RancherProjectController {
         if rancher.is_none() {
             tracing::warn!("no --rancher-url: ManagedRancherProjects will report RancherNotConfigured");
         }
+        let orphan_groups = orphans::GroupSweep::new(metrics_for_sweep.as_ref()).map_err(|e| invalid(e.to_string()))?;
         Ok(Self {
             settings,
             rancher,
             keycloak,
             clock: Arc::new(SystemClock),
             peers: Peers::default(),
+            orphan_groups,
         })
     }
 }
@@ -137,6 +143,17 @@ impl Reconciler for RancherProjectController {
 
 /// Starts the controller with its settings.
 pub fn start(runtime: &Runtime, settings: RancherProjectSettings) -> Result<Running, StartError> {
-    let controller = RancherProjectController::new(settings, runtime.client.clone(), Some(runtime.metrics.clone()))?;
-    Ok(framework::runner::start(Arc::new(controller), runtime))
+    let controller = Arc::new(RancherProjectController::new(
+        settings,
+        runtime.client.clone(),
+        Some(runtime.metrics.clone()),
+    )?);
+    let namespaces = framework::namespaces::WatchedNamespaces::new(runtime.defaults.namespaces.clone());
+    tokio::spawn(orphans::run(
+        controller.clone(),
+        runtime.client.clone(),
+        namespaces,
+        runtime.shutdown.clone(),
+    ));
+    Ok(framework::runner::start(controller, runtime))
 }

@@ -23,6 +23,12 @@ pub struct RancherProjectSettings {
     pub error_after: Duration,
     /// Percent of the project quota each namespace gets by default (1–100).
     pub namespace_default_quota_percent: u8,
+    /// Delete Keycloak groups orphaned by a gone object after `orphan_grace` (`--rancher-delete-orphans`).
+    pub delete_orphans: bool,
+    /// How long a group stays orphaned before it is deleted.
+    pub orphan_grace: Duration,
+    /// Time between looks for orphaned groups (`--rancher-orphan-scan-seconds`).
+    pub orphan_scan_interval: Duration,
     /// Which clusters, role templates and group names objects may use.
     pub policy: RancherPolicy,
 }

@@ -115,3 +115,83 @@ async fn a_project_whose_object_was_deleted_without_cleanup_is_reported_then_swe
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_binding_group_whose_object_was_deleted_without_cleanup_is_reported_then_deleted() {
+    let mut world = World::start(Setup::default()).await;
+    let rp = "1f1f1f1f4b2c4e7f9a0b1c2d3e4f5a6b";
+    let name = "orphaned-1f1f1f1f";
+    let group = crate::support::group_name(rp, "project_member");
+    world
+        .write(
+            name,
+            writer_spec(
+                "Orphaned groups",
+                rp,
+                vec![crate::support::binding(&group, "project-member", &["alice"])],
+            ),
+            writer_labels(rp),
+        )
+        .await;
+    world.wait_ready(name).await;
+    let path = crate::support::group_path(&group);
+    world.manager.take().expect("the manager").stop().await;
+    let patch = json!({"metadata": {"finalizers": null}});
+    world
+        .mrps()
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .expect("drop the finalizer");
+    world
+        .mrps()
+        .delete(name, &DeleteParams::default())
+        .await
+        .expect("delete");
+    world.wait_gone(name).await;
+
+    world
+        .start_manager(vec!["--rancher-orphan-scan-seconds=1".into()])
+        .await;
+    e2e::harness::wait_until(
+        "the orphaned group counted",
+        e2e::harness::Deadline::secs(30),
+        || async {
+            let metrics = world.manager().metrics().await;
+            let counted = metrics
+                .lines()
+                .any(|l| l == "managedrancherproject_orphaned_keycloak_groups 1");
+            if counted {
+                Ok(Some(()))
+            } else {
+                Err("not counted yet".to_string())
+            }
+        },
+    )
+    .await;
+    assert!(world.group_exists(&path), "reported, not deleted");
+
+    world.manager.take().expect("the manager").stop().await;
+    world
+        .start_manager(vec![
+            "--rancher-orphan-scan-seconds=1".into(),
+            "--rancher-delete-orphans".into(),
+            "--rancher-orphan-grace-seconds=0".into(),
+        ])
+        .await;
+    e2e::harness::wait_until(
+        "the orphaned group deleted",
+        e2e::harness::Deadline::secs(30),
+        || async {
+            if world.group_exists(&path) {
+                Err("still there".to_string())
+            } else {
+                Ok(Some(()))
+            }
+        },
+    )
+    .await;
+    assert!(
+        world.group_exists(&format!("/{}", crate::support::PARENT)),
+        "the parent group stays"
+    );
+}
