@@ -298,6 +298,15 @@ impl Metrics {
         }
     }
 
+    /// Registers a metric family a controller owns (its own counter or gauge) and hands it back.
+    pub fn register<C>(&self, collector: C) -> Result<C, prometheus::Error>
+    where
+        C: prometheus::core::Collector + Clone + 'static,
+    {
+        self.registry.register(Box::new(collector.clone()))?;
+        Ok(collector)
+    }
+
     /// Adds the objects of one controller's cache (one per watched scope) to `platform_operator_objects`.
     pub fn register_objects(&self, controller: &str, source: ObjectSource) {
         if let Ok(mut sources) = self.object_sources.lock() {

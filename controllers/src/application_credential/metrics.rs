@@ -65,15 +65,14 @@ impl CredentialMetrics {
         let Some(metrics) = metrics else {
             return Ok(Self::default());
         };
-        let created = IntCounterVec::new(
+        let created = metrics.register(IntCounterVec::new(
             Opts::new(
                 CREATED_COUNTER,
                 "Application credentials created in Keystone, by reason: initial, expiry, spec_change, manual, \
                  secret_lost",
             ),
             &["namespace", "name", "reason"],
-        )?;
-        metrics.registry().register(Box::new(created.clone()))?;
+        )?)?;
         Ok(Self { created: Some(created) })
     }
 

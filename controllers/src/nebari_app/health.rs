@@ -134,20 +134,14 @@ pub struct Prober {
 impl Prober {
     /// A prober with `settings`, publishing its metric in `metrics`.
     pub fn new(settings: HealthCheckSettings, metrics: Option<&Metrics>) -> Result<Self, prometheus::Error> {
-        let metric = match metrics.filter(|_| settings.enabled) {
-            Some(metrics) => {
-                let gauge = GaugeVec::new(
-                    Opts::new(
-                        HEALTH_METRIC,
-                        "1 when the app's last health check passed, 0 when it failed",
-                    ),
-                    &["namespace", "name"],
-                )?;
-                metrics.registry().register(Box::new(gauge.clone()))?;
-                Some(gauge)
-            }
-            None => None,
-        };
+        let opts = Opts::new(
+            HEALTH_METRIC,
+            "1 when the app's last health check passed, 0 when it failed",
+        );
+        let metric = metrics
+            .filter(|_| settings.enabled)
+            .map(|metrics| GaugeVec::new(opts, &["namespace", "name"]).and_then(|gauge| metrics.register(gauge)))
+            .transpose()?;
         Ok(Self {
             settings,
             stores: Mutex::default(),

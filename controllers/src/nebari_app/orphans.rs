@@ -64,17 +64,13 @@ pub struct OrphanSweep {
 impl OrphanSweep {
     /// A sweep publishing its gauge in `metrics`.
     pub fn new(settings: OrphanSettings, metrics: Option<&Metrics>) -> Result<Self, prometheus::Error> {
-        let metric = match metrics {
-            Some(metrics) => {
-                let gauge = IntGauge::with_opts(Opts::new(
-                    ORPHANS_METRIC,
-                    "Keycloak clients recording a NebariApp that no longer exists",
-                ))?;
-                metrics.registry().register(Box::new(gauge.clone()))?;
-                Some(gauge)
-            }
-            None => None,
-        };
+        let opts = Opts::new(
+            ORPHANS_METRIC,
+            "Keycloak clients recording a NebariApp that no longer exists",
+        );
+        let metric = metrics
+            .map(|metrics| IntGauge::with_opts(opts).and_then(|gauge| metrics.register(gauge)))
+            .transpose()?;
         Ok(Self {
             settings,
             stores: Mutex::default(),

@@ -34,17 +34,13 @@ pub struct GroupSweep {
 impl GroupSweep {
     /// A sweep publishing its gauge in `metrics`.
     pub fn new(metrics: Option<&Metrics>) -> Result<Self, prometheus::Error> {
-        let metric = match metrics {
-            Some(metrics) => {
-                let gauge = IntGauge::with_opts(Opts::new(
-                    ORPHANS_METRIC,
-                    "Keycloak groups recording a ManagedRancherProject that no longer exists, used by no other object",
-                ))?;
-                metrics.registry().register(Box::new(gauge.clone()))?;
-                Some(gauge)
-            }
-            None => None,
-        };
+        let opts = Opts::new(
+            ORPHANS_METRIC,
+            "Keycloak groups recording a ManagedRancherProject that no longer exists, used by no other object",
+        );
+        let metric = metrics
+            .map(|metrics| IntGauge::with_opts(opts).and_then(|gauge| metrics.register(gauge)))
+            .transpose()?;
         Ok(Self {
             first_seen: Mutex::default(),
             metric,

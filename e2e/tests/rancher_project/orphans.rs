@@ -11,6 +11,24 @@ use crate::support::{CLUSTER, NAMESPACE, Setup, World, rpi_resource, writer_labe
 
 const INVENTORY: &str = "cluster-orphans";
 
+/// Stops the manager, drops the object's finalizer (as the site agent's replace does) and deletes it: its cleanup
+/// never runs.
+async fn delete_without_cleanup(world: &mut World, name: &str) {
+    world.manager.take().expect("the manager").stop().await;
+    let patch = json!({"metadata": {"finalizers": null}});
+    world
+        .mrps()
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .expect("drop the finalizer");
+    world
+        .mrps()
+        .delete(name, &DeleteParams::default())
+        .await
+        .expect("delete");
+    world.wait_gone(name).await;
+}
+
 fn orphans(object: &Value) -> Vec<Value> {
     object["status"]["orphanedProjects"]
         .as_array()
@@ -33,19 +51,7 @@ async fn a_project_whose_object_was_deleted_without_cleanup_is_reported_then_swe
         .to_string();
 
     // The agent's replace dropped the finalizer, and the object was deleted before the operator put it back.
-    world.manager.take().expect("the manager").stop().await;
-    let patch = json!({"metadata": {"finalizers": null}});
-    world
-        .mrps()
-        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .expect("drop the finalizer");
-    world
-        .mrps()
-        .delete(name, &DeleteParams::default())
-        .await
-        .expect("delete");
-    world.wait_gone(name).await;
+    delete_without_cleanup(&mut world, name).await;
 
     // Reported only, by default.
     let inventories: Api<DynamicObject> = Api::namespaced_with(world.cluster.client(), NAMESPACE, &rpi_resource());
@@ -135,19 +141,7 @@ async fn a_binding_group_whose_object_was_deleted_without_cleanup_is_reported_th
         .await;
     world.wait_ready(name).await;
     let path = crate::support::group_path(&group);
-    world.manager.take().expect("the manager").stop().await;
-    let patch = json!({"metadata": {"finalizers": null}});
-    world
-        .mrps()
-        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .expect("drop the finalizer");
-    world
-        .mrps()
-        .delete(name, &DeleteParams::default())
-        .await
-        .expect("delete");
-    world.wait_gone(name).await;
+    delete_without_cleanup(&mut world, name).await;
 
     world
         .start_manager(vec!["--rancher-orphan-scan-seconds=1".into()])
