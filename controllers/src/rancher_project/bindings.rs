@@ -6,7 +6,7 @@
 //! once per target per reconcile (one list call) and created when missing. Duplicates (Rancher ≤ 2.13 accepts
 //! them) are tolerated while the binding is wanted; when it is removed, every copy goes.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::desired::BindingKey;
 use super::error::MrpError;
@@ -39,10 +39,13 @@ pub struct Ensured {
 }
 
 /// Creates the missing bindings of `wanted` on `target`; fails only when the target's bindings cannot be listed.
+/// A binding counts as ours when this operator marked it or when the object's status records its id
+/// (`recorded`: how the original operator's bindings are taken over, unmarked and without a write).
 pub async fn ensure(
     rancher: &RancherClient,
     target: &BindingTarget,
     wanted: &[BindingKey],
+    recorded: &BTreeSet<String>,
 ) -> Result<Ensured, MrpError> {
     let listing = rancher.list_bindings(target).await?;
     let mut ensured = Ensured::default();
@@ -51,7 +54,7 @@ pub async fn ensure(
             // Someone else's binding grants the same: used, but not recorded, so never deleted by us.
             if let Some(ours) = matching(&listing, target, key)
                 .into_iter()
-                .find(|b| b.made_by_operator())
+                .find(|b| b.made_by_operator() || recorded.contains(&b.id))
             {
                 ensured.ids.insert(key.clone(), ours.id.clone());
             } else {
@@ -143,13 +146,23 @@ impl Pass<'_> {
             self.report.fail(RANCHER_BINDINGS_READY, MrpError::rancher_missing());
             return;
         };
+        let previous = &self.plan.previous;
+        let recorded = |entries: &[crds::rancher::RoleBindingStatus]| -> BTreeSet<String> {
+            entries
+                .iter()
+                .filter_map(|e| e.rancher_binding_id.clone())
+                .filter(|id| !id.is_empty())
+                .collect()
+        };
+        let recorded_project = recorded(&previous.keycloak_role_bindings);
+        let recorded_cluster = recorded(&previous.cluster_keycloak_role_bindings);
         let mut error: Option<MrpError> = None;
         let mut waiting = false;
         if needs_project {
             match project {
                 Some(project) => {
                     let target = BindingTarget::Project(project.id.clone());
-                    match ensure(rancher, &target, &project_keys).await {
+                    match ensure(rancher, &target, &project_keys, &recorded_project).await {
                         Ok(ensured) => {
                             for key in &ensured.created {
                                 self.report.note(
@@ -177,7 +190,7 @@ impl Pass<'_> {
         if needs_cluster {
             let cluster_id = &self.plan.mrp.spec.cluster_id;
             let target = BindingTarget::Cluster(cluster_id.clone());
-            match ensure(rancher, &target, &cluster_keys).await {
+            match ensure(rancher, &target, &cluster_keys, &recorded_cluster).await {
                 Ok(ensured) => {
                     for key in &ensured.created {
                         self.report.note(

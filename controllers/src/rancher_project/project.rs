@@ -217,16 +217,27 @@ pub fn desired_annotations(mrp: &ManagedRancherProject) -> BTreeMap<String, Opti
 
 /// The changes that bring `current`'s name, description and annotations in line with the spec (empty when
 /// nothing differs). Quotas are left to [`super::quotas`].
+///
+/// A project the original operator made is taken over as it stands: its annotations are brought in line (our
+/// owner annotation among them) with the first name or description change the spec asks for, so a cutover
+/// writes nothing to Rancher. Until then the recorded project id is what ties it to the object.
 pub fn metadata_update(mrp: &ManagedRancherProject, current: &Project) -> ProjectUpdate {
     let spec = &mrp.spec;
     let description = spec.description.clone().unwrap_or_default();
-    let annotations = desired_annotations(mrp)
-        .into_iter()
-        .filter(|(key, value)| current.annotations.get(key) != value.as_ref())
-        .collect();
+    let name = (current.name != spec.project_name).then(|| spec.project_name.clone());
+    let description = (current.description.as_deref().unwrap_or_default() != description).then_some(description);
+    let left_by_original = ownership(current, &owner_key(mrp)) == Ownership::Original;
+    let annotations = if left_by_original && name.is_none() && description.is_none() {
+        BTreeMap::new()
+    } else {
+        desired_annotations(mrp)
+            .into_iter()
+            .filter(|(key, value)| current.annotations.get(key) != value.as_ref())
+            .collect()
+    };
     ProjectUpdate {
-        name: (current.name != spec.project_name).then(|| spec.project_name.clone()),
-        description: (current.description.as_deref().unwrap_or_default() != description).then_some(description),
+        name,
+        description,
         annotations,
         quotas: None,
     }
@@ -621,6 +632,28 @@ mod tests {
                 .get(PROJECT_SLUG_ANNOTATION),
             Some(&None),
             "an annotation whose spec field went away is removed"
+        );
+    }
+
+    #[test]
+    fn a_project_the_original_made_is_stamped_only_with_a_change_the_spec_asks_for() {
+        let object = mrp(serde_json::json!({
+            "projectName": "Genomics 2026", "clusterId": "c-1", "description": "d", "organization": "org",
+        }));
+        let mut left = project("c-1:p-x", &[(MANAGED_ANNOTATION, "true")]);
+        left.name = "Genomics 2026".into();
+        left.description = Some("d".into());
+        assert!(
+            metadata_update(&object, &left).is_noop_for(&left),
+            "taken over as it stands"
+        );
+        left.description = Some("old".into());
+        let update = metadata_update(&object, &left);
+        assert_eq!(update.description.as_deref(), Some("d"));
+        assert_eq!(
+            update.annotations.get(OWNER_ANNOTATION),
+            Some(&Some("waldur-system/genomics".to_string())),
+            "stamped with the first change"
         );
     }
 

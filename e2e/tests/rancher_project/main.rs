@@ -25,6 +25,7 @@ mod outages;
 mod policy;
 mod private_ca;
 mod quotas;
+mod released_versions;
 mod samples;
 mod shared_cluster_bindings;
 mod status_conflict;
