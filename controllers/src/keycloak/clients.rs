@@ -202,6 +202,26 @@ impl ClientUpdate {
     pub fn is_empty(&self) -> bool {
         self.to_body().as_object().is_none_or(Map::is_empty)
     }
+
+    /// Whether applying this update would change `client` as read (so a converged client costs no write).
+    pub fn changes(&self, client: &Client) -> bool {
+        let differs = |wanted: &Option<Vec<String>>, current: &[String]| wanted.as_ref().is_some_and(|w| w != current);
+        let flag = |wanted: Option<bool>, current: bool| wanted.is_some_and(|w| w != current);
+        differs(&self.redirect_uris, &client.redirect_uris)
+            || differs(&self.web_origins, &client.web_origins)
+            || flag(self.enabled, client.enabled)
+            || flag(self.standard_flow, client.standard_flow_enabled)
+            || flag(self.direct_access_grants, client.direct_access_grants_enabled)
+            || self.name.as_ref().is_some_and(|n| client.name.as_ref() != Some(n))
+            || self
+                .set_attributes
+                .iter()
+                .any(|(k, v)| client.attributes.get(k) != Some(v))
+            || self
+                .remove_attributes
+                .iter()
+                .any(|k| client.attributes.get(k).is_some_and(|v| !v.is_empty()))
+    }
 }
 
 /// The `client-secret` answer.

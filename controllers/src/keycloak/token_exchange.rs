@@ -91,8 +91,12 @@ impl RealmClient {
             .await
     }
 
-    /// Disables a client's fine-grained admin permissions (Keycloak removes the permissions it created).
+    /// Disables a client's fine-grained admin permissions (Keycloak removes the permissions it created); read
+    /// first, so permissions that are already off cost no write.
     pub async fn disable_client_management_permissions(&self, client: &str) -> Result<(), KeycloakError> {
+        if !self.client_management_permissions(client).await?.enabled {
+            return Ok(());
+        }
         self.set_client_management_permissions("disable client permissions", client, false)
             .await?;
         Ok(())

@@ -240,8 +240,7 @@ impl Provisioning<'_> {
             .with_redirect_uris(redirect_uris.clone())
             .with_web_origins(web_origins.clone())
             .with_post_logout_redirect_uris(&logout);
-        let confidential = ensure_owned(&self.realm, spec, self.names, self.policy.adopt_unowned_clients).await?;
-        let update = ClientUpdate {
+        let settled = ClientUpdate {
             redirect_uris: Some(redirect_uris),
             web_origins: Some(web_origins),
             set_attributes: BTreeMap::from([(
@@ -252,7 +251,14 @@ impl Provisioning<'_> {
             enabled: Some(true),
             ..Default::default()
         };
-        self.realm.update_client(&confidential.id, &update).await?;
+        let confidential = ensure_owned(
+            &self.realm,
+            spec,
+            settled,
+            self.names,
+            self.policy.adopt_unowned_clients,
+        )
+        .await?;
         let secret = match self.realm.client_secret(&confidential.id).await? {
             Some(secret) => secret,
             None => self.realm.regenerate_client_secret(&confidential.id).await?,
@@ -333,13 +339,12 @@ impl Provisioning<'_> {
         let spec = ClientSpec::spa(&spa_id)
             .with_redirect_uris(uris.clone())
             .with_web_origins(vec![base.clone()]);
-        let spa = ensure_owned(&self.realm, spec, names, self.policy.adopt_unowned_clients).await?;
-        let update = ClientUpdate {
+        let settled = ClientUpdate {
             redirect_uris: Some(uris),
             web_origins: Some(vec![base.clone()]),
             ..Default::default()
         };
-        self.realm.update_client(&spa.id, &update).await?;
+        ensure_owned(&self.realm, spec, settled, names, self.policy.adopt_unowned_clients).await?;
         Ok(Some(spa_id))
     }
 
@@ -354,6 +359,7 @@ impl Provisioning<'_> {
         let device = ensure_owned(
             &self.realm,
             ClientSpec::device_flow(&device_id),
+            ClientUpdate::default(),
             self.names,
             self.policy.adopt_unowned_clients,
         )
@@ -386,10 +392,12 @@ impl Provisioning<'_> {
 }
 
 /// The client `spec.client_id`, created with this app as its owner when missing, adopted when it is one the
-/// replaced operator made; refused when it belongs to someone else.
+/// replaced operator made; refused when it belongs to someone else. Then brought to `settled` (with the owner
+/// record when adopting) in one write, or none when it already is.
 async fn ensure_owned(
     realm: &RealmClient,
     spec: ClientSpec,
+    mut settled: ClientUpdate,
     names: &AppNames,
     adopt: bool,
 ) -> Result<Client, NebariAppError> {
@@ -405,13 +413,13 @@ async fn ensure_owned(
     let spec = spec.with_attribute(OWNER_ATTRIBUTE, &names.owner());
     let client = realm.ensure_client(&spec).await?.value;
     match ownership(&client, names, adopt) {
-        Ownership::Ours => Ok(client),
-        Ownership::Adoptable => {
-            let adopt = ClientUpdate {
-                set_attributes: BTreeMap::from([(OWNER_ATTRIBUTE.to_string(), names.owner())]),
-                ..Default::default()
-            };
-            realm.update_client(&client.id, &adopt).await?;
+        Ownership::Ours | Ownership::Adoptable => {
+            settled
+                .set_attributes
+                .insert(OWNER_ATTRIBUTE.to_string(), names.owner());
+            if settled.changes(&client) {
+                realm.update_client(&client.id, &settled).await?;
+            }
             Ok(client)
         }
         Ownership::Foreign => Err(NebariAppError::Refused {

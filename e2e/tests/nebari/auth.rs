@@ -19,6 +19,8 @@ use crate::support::{
 
 /// The request updating a client: made once per provisioning pass.
 const UPDATE_CLIENT: &str = "PUT /admin/realms/{realm}/clients/{id}";
+/// Read once per provisioning pass (the secret the OIDC Secret carries).
+const READ_CLIENT_SECRET: &str = "GET /admin/realms/{realm}/clients/{id}/client-secret";
 
 #[tokio::test]
 async fn auth_provisions_a_keycloak_client_an_oidc_secret_a_security_policy_and_rbac_once() {
@@ -46,9 +48,14 @@ async fn auth_provisions_a_keycloak_client_an_oidc_secret_a_security_policy_and_
     let keycloak = breakdown_delta(&keycloak_before, &world.keycloak_breakdown());
     eprintln!("MEASURE auth: first reconcile Keycloak requests: {keycloak:?}");
     assert_eq!(
-        keycloak.get(UPDATE_CLIENT),
+        keycloak.get(READ_CLIENT_SECRET),
         Some(&1),
         "Keycloak is provisioned once, not again from a stale cache"
+    );
+    assert_eq!(
+        keycloak.get(UPDATE_CLIENT),
+        None,
+        "the client is created as it should be: no update after"
     );
 
     // The confidential client in Keycloak.
@@ -196,9 +203,14 @@ async fn auth_provisions_a_keycloak_client_an_oidc_secret_a_security_policy_and_
     world.wait_idle().await;
     let forced = breakdown_delta(&before, &world.keycloak_breakdown());
     assert_eq!(
-        forced.get(UPDATE_CLIENT),
+        forced.get(READ_CLIENT_SECRET),
         Some(&1),
         "forcing re-provisions exactly once: {forced:?}"
+    );
+    assert_eq!(
+        forced.get(UPDATE_CLIENT),
+        None,
+        "a client that is as it should be is not written: {forced:?}"
     );
     assert_eq!(
         app.status.and_then(|s| s.auth_config_hash),

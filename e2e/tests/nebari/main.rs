@@ -19,6 +19,7 @@ mod orphans;
 mod private_ca;
 mod public_routes;
 mod rbac;
+mod released_versions;
 mod routing;
 mod tls;
 mod validation;
