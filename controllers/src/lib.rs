@@ -10,6 +10,7 @@ pub mod keycloak;
 pub mod keystone;
 pub mod manager;
 pub mod nebari_app;
+pub mod orphan_policy;
 pub mod rancher;
 pub mod rancher_inventory;
 pub mod rancher_project;

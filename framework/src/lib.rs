@@ -27,6 +27,7 @@ pub mod metadata;
 pub mod metrics;
 pub mod names;
 pub mod namespaces;
+pub mod orphans;
 pub mod peers;
 #[cfg(target_os = "linux")]
 pub mod process_metrics;

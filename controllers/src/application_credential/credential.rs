@@ -58,6 +58,25 @@ pub fn recorded_elsewhere(status: Option<&crds::keystone::KeystoneApplicationCre
     })
 }
 
+/// The service user `ac` names, with its password read now, at the Keystone `keystone` resolved.
+pub async fn service_user(
+    client: &Client,
+    scope: &Scope,
+    ac: &KeystoneApplicationCredential,
+    keystone: &Resolved,
+) -> Result<ServiceUser, AcError> {
+    let namespace = ac.namespace().unwrap_or_default();
+    let password = super::password::read(client, &namespace, &ac.spec.secret, &ac.spec.password_selector).await?;
+    Ok(ServiceUser {
+        endpoint: keystone.endpoint.clone(),
+        user_name: ac.spec.user_name.clone(),
+        user_domain: scope.user_domain.clone(),
+        project_name: scope.project.clone(),
+        project_domain: scope.project_domain.clone(),
+        password,
+    })
+}
+
 impl Minter<'_> {
     /// The service user `ac` names, with its password read now, at the Keystone `keystone` resolved.
     async fn service_user(
@@ -65,17 +84,7 @@ impl Minter<'_> {
         ac: &KeystoneApplicationCredential,
         keystone: &Resolved,
     ) -> Result<ServiceUser, AcError> {
-        let namespace = ac.namespace().unwrap_or_default();
-        let password =
-            super::password::read(self.client, &namespace, &ac.spec.secret, &ac.spec.password_selector).await?;
-        Ok(ServiceUser {
-            endpoint: keystone.endpoint.clone(),
-            user_name: ac.spec.user_name.clone(),
-            user_domain: self.scope.user_domain.clone(),
-            project_name: self.scope.project.clone(),
-            project_domain: self.scope.project_domain.clone(),
-            password,
-        })
+        service_user(self.client, self.scope, ac, keystone).await
     }
 
     /// Whether the credential `ac`'s status records (made by the replaced operator) has exactly the permissions

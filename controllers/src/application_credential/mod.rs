@@ -17,6 +17,7 @@ pub mod deletion;
 pub mod endpoint;
 pub mod error;
 pub mod metrics;
+pub mod orphans;
 pub mod password;
 pub mod pending;
 pub mod reconcile;
@@ -69,6 +70,8 @@ pub struct KeystoneApplicationCredentialSettings {
     pub request_timeout: Duration,
     /// TEST ONLY: runs the controller's clock this many seconds ahead (or behind).
     pub test_clock_offset_seconds: i64,
+    /// The sweep for credentials whose object is gone.
+    pub orphans: orphans::CredentialOrphanSettings,
 }
 
 /// The controller: its Keystone client, token scope, fallback endpoint and clock.
@@ -78,6 +81,7 @@ pub struct ApplicationCredentialController {
     fallback_endpoint: Option<Endpoint>,
     clock: Arc<dyn Clock>,
     metrics: metrics::CredentialMetrics,
+    orphans: orphans::CredentialSweep,
 }
 
 impl ApplicationCredentialController {
@@ -96,6 +100,8 @@ impl ApplicationCredentialController {
             ..HttpSettings::default()
         };
         let counters = metrics::CredentialMetrics::new(metrics.as_ref()).map_err(|e| invalid(e.to_string()))?;
+        let sweep = orphans::CredentialSweep::new(settings.orphans.clone(), metrics.as_ref())
+            .map_err(|e| invalid(e.to_string()))?;
         let keystone = KeystoneClient::new(http, metrics, kube).map_err(|e| invalid(e.to_string()))?;
         let fallback_endpoint = settings
             .fallback_url
@@ -120,6 +126,7 @@ impl ApplicationCredentialController {
             fallback_endpoint,
             clock,
             metrics: counters,
+            orphans: sweep,
         })
     }
 }
@@ -222,9 +229,19 @@ fn keystone_api_changes(api: Api<KeystoneAPI>) -> impl Stream<Item = ()> + Send 
 
 /// Starts the controller with its settings.
 pub fn start(runtime: &Runtime, settings: &KeystoneApplicationCredentialSettings) -> Result<Running, StartError> {
-    let controller =
-        ApplicationCredentialController::new(settings, Some(runtime.metrics.clone()), Some(runtime.client.clone()))?;
-    Ok(framework::runner::start(Arc::new(controller), runtime))
+    let controller = Arc::new(ApplicationCredentialController::new(
+        settings,
+        Some(runtime.metrics.clone()),
+        Some(runtime.client.clone()),
+    )?);
+    let namespaces = framework::namespaces::WatchedNamespaces::new(runtime.defaults.namespaces.clone());
+    tokio::spawn(orphans::run(
+        controller.clone(),
+        runtime.client.clone(),
+        namespaces,
+        runtime.shutdown.clone(),
+    ));
+    Ok(framework::runner::start(controller, runtime))
 }
 
 #[cfg(test)]

@@ -228,6 +228,8 @@ pub struct ApplicationCredential {
     pub id: String,
     /// Unique per user; the operator chooses it, so a repeated create is refused rather than duplicated.
     pub name: String,
+    /// Free text; the operators that mint credentials name the object they minted it for.
+    pub description: Option<String>,
     /// Expiry (`None`: never expires).
     pub expires_at: Option<Timestamp>,
     /// Role names.
@@ -250,6 +252,7 @@ impl ApplicationCredential {
         Ok(Self {
             id: body.id,
             name: body.name,
+            description: body.description,
             expires_at,
             roles: body.roles.into_iter().map(|r| r.name).collect(),
             unrestricted: body.unrestricted.unwrap_or(false),

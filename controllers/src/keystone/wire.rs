@@ -135,6 +135,9 @@ pub struct CredentialBody {
     pub id: String,
     /// The name it was created with.
     pub name: String,
+    /// Free text the creator chose (who made it, for whom).
+    #[serde(default)]
+    pub description: Option<String>,
     /// Expiry without a zone, e.g. `2027-11-22T10:44:24.166023` (UTC), or null for never.
     #[serde(default)]
     pub expires_at: Option<String>,

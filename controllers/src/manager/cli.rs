@@ -8,14 +8,16 @@ use framework::runner::ControllerDefaults;
 use framework::secrets::SecretRef;
 
 use crate::application_credential::KeystoneApplicationCredentialSettings;
+use crate::application_credential::orphans::CredentialOrphanSettings;
 use crate::keycloak::KeycloakConnection;
 use crate::nebari_app::NebariAppSettings;
 use crate::nebari_app::auth_policy::{self, KeycloakPolicy};
 use crate::nebari_app::health::HealthCheckSettings;
 use crate::nebari_app::hostname::{HostnamePattern, HostnamePolicy};
 use crate::nebari_app::keycloak_groups::GroupPattern;
-use crate::nebari_app::orphans::{OrphanPolicy, OrphanSettings};
+use crate::nebari_app::orphans::OrphanSettings;
 use crate::nebari_app::token_exchange::TokenExchangeSetting;
+use crate::orphan_policy::OrphanPolicy;
 use crate::rancher::RancherConnection;
 use crate::rancher_inventory::RancherInventorySettings;
 use crate::rancher_project::RancherProjectSettings;
@@ -423,6 +425,33 @@ pub struct KeystoneFlags {
     )]
     pub keystone_timeout_seconds: u64,
 
+    /// What to do with Keystone application credentials whose KeystoneApplicationCredential is gone: `report`
+    /// (log, metric) or `delete` after `--keystone-orphan-grace-seconds`. Deleting cuts off anyone still using one.
+    #[arg(
+        long = "keystone-orphaned-credentials",
+        env = "KEYSTONE_ORPHANED_CREDENTIALS",
+        value_enum,
+        default_value_t = OrphanPolicy::Report
+    )]
+    pub keystone_orphaned_credentials: OrphanPolicy,
+
+    /// Seconds a credential must stay orphaned before `--keystone-orphaned-credentials=delete` deletes it.
+    #[arg(
+        long = "keystone-orphan-grace-seconds",
+        env = "KEYSTONE_ORPHAN_GRACE_SECONDS",
+        default_value_t = 86400
+    )]
+    pub keystone_orphan_grace_seconds: u64,
+
+    /// Seconds between looks for orphaned Keystone application credentials (one list per service user).
+    #[arg(
+        long = "keystone-orphan-scan-seconds",
+        env = "KEYSTONE_ORPHAN_SCAN_SECONDS",
+        default_value_t = 3600,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub keystone_orphan_scan_seconds: u64,
+
     /// TEST ONLY: runs this controller's clock ahead (or behind) by this many seconds, so end-to-end tests can
     /// reach a rotation time without waiting days. Never set it in production.
     #[arg(
@@ -780,6 +809,11 @@ impl KeystoneFlags {
             project_domain: self.keystone_project_domain.clone(),
             request_timeout: seconds(self.keystone_timeout_seconds),
             test_clock_offset_seconds: self.appcred_test_clock_offset_seconds,
+            orphans: CredentialOrphanSettings {
+                policy: self.keystone_orphaned_credentials,
+                grace: seconds(self.keystone_orphan_grace_seconds),
+                interval: seconds(self.keystone_orphan_scan_seconds),
+            },
         }
     }
 }

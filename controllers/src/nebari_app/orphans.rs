@@ -8,32 +8,22 @@
 //! Only apps in the watched namespaces are judged, and only once the app cache is complete (an app not yet in the
 //! cache is not gone). The grace period counts from when this process first saw the client orphaned.
 
-use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crds::nebari::NebariApp;
 use framework::metrics::Metrics;
+use framework::orphans::OrphanLedger;
 use kube::ResourceExt;
 use kube::runtime::reflector::Store;
-use prometheus::{IntGauge, Opts};
 use tokio_util::sync::CancellationToken;
 
 use super::keycloak_sync::OWNER_ATTRIBUTE;
 use crate::keycloak::RealmClient;
+pub use crate::orphan_policy::OrphanPolicy;
 
 /// Metric: Keycloak clients whose NebariApp is gone.
 pub const ORPHANS_METRIC: &str = "nebariapp_orphaned_keycloak_clients";
-
-/// What to do with orphaned clients.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum OrphanPolicy {
-    /// Report them (log, metric).
-    #[default]
-    Report,
-    /// Report them and delete those orphaned for the grace period.
-    Delete,
-}
 
 /// How the sweep runs.
 #[derive(Clone, Debug)]
@@ -57,25 +47,21 @@ fn is_ready(store: &Store<NebariApp>) -> bool {
 pub struct OrphanSweep {
     settings: OrphanSettings,
     stores: Mutex<Vec<Store<NebariApp>>>,
-    first_seen: Mutex<HashMap<String, Instant>>,
-    metric: Option<IntGauge>,
+    ledger: OrphanLedger,
 }
 
 impl OrphanSweep {
     /// A sweep publishing its gauge in `metrics`.
     pub fn new(settings: OrphanSettings, metrics: Option<&Metrics>) -> Result<Self, prometheus::Error> {
-        let opts = Opts::new(
+        let ledger = OrphanLedger::new(
             ORPHANS_METRIC,
             "Keycloak clients recording a NebariApp that no longer exists",
-        );
-        let metric = metrics
-            .map(|metrics| IntGauge::with_opts(opts).and_then(|gauge| metrics.register(gauge)))
-            .transpose()?;
+            metrics,
+        )?;
         Ok(Self {
             settings,
             stores: Mutex::default(),
-            first_seen: Mutex::default(),
-            metric,
+            ledger,
         })
     }
 
@@ -129,31 +115,23 @@ impl OrphanSweep {
                 orphans.push((client.id.clone(), client.client_id.clone(), owner.clone()));
             }
         }
-        let now = Instant::now();
-        let mut first_seen = self.first_seen.lock().unwrap_or_else(PoisonError::into_inner).clone();
-        first_seen.retain(|id, _| orphans.iter().any(|(o, _, _)| o == id));
-        let mut remaining = 0;
+        let mut sweep = self.ledger.sweep(Instant::now());
         for (id, client_id, owner) in orphans {
-            let seen = *first_seen.entry(id.clone()).or_insert_with(|| {
+            let sighting = sweep.observe(&id, self.settings.grace);
+            if sighting.first {
                 tracing::warn!(client = %client_id, %owner, "Keycloak client of a NebariApp that no longer exists");
-                now
-            });
-            if self.settings.policy == OrphanPolicy::Delete && now.duration_since(seen) >= self.settings.grace {
+            }
+            if self.settings.policy == OrphanPolicy::Delete && sighting.due {
                 match realm.delete_client(&id).await {
                     Ok(_) => {
                         tracing::info!(client = %client_id, %owner, "deleted an orphaned Keycloak client");
-                        first_seen.remove(&id);
-                        continue;
+                        sweep.deleted(&id);
                     }
                     Err(error) => tracing::warn!(client = %client_id, %error, "could not delete an orphaned client"),
                 }
             }
-            remaining += 1;
         }
-        *self.first_seen.lock().unwrap_or_else(PoisonError::into_inner) = first_seen;
-        if let Some(metric) = &self.metric {
-            metric.set(remaining);
-        }
+        sweep.finish();
         Ok(())
     }
 }

@@ -8,13 +8,13 @@
 //! Only objects of the watched namespaces are judged. The grace period counts from when this process first saw
 //! the group orphaned.
 
-use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Instant;
 
 use framework::metrics::Metrics;
 use framework::namespaces::WatchedNamespaces;
-use prometheus::{IntGauge, Opts};
+use framework::orphans::OrphanLedger;
 use tokio_util::sync::CancellationToken;
 
 use super::RancherProjectController;
@@ -27,24 +27,18 @@ pub const ORPHANS_METRIC: &str = "managedrancherproject_orphaned_keycloak_groups
 
 /// The sweep's memory and gauge.
 pub struct GroupSweep {
-    first_seen: Mutex<HashMap<String, Instant>>,
-    metric: Option<IntGauge>,
+    ledger: OrphanLedger,
 }
 
 impl GroupSweep {
     /// A sweep publishing its gauge in `metrics`.
     pub fn new(metrics: Option<&Metrics>) -> Result<Self, prometheus::Error> {
-        let opts = Opts::new(
+        let ledger = OrphanLedger::new(
             ORPHANS_METRIC,
             "Keycloak groups recording a ManagedRancherProject that no longer exists, used by no other object",
-        );
-        let metric = metrics
-            .map(|metrics| IntGauge::with_opts(opts).and_then(|gauge| metrics.register(gauge)))
-            .transpose()?;
-        Ok(Self {
-            first_seen: Mutex::default(),
-            metric,
-        })
+            metrics,
+        )?;
+        Ok(Self { ledger })
     }
 }
 
@@ -101,11 +95,7 @@ async fn sweep(
         .map_err(|e| e.to_string())?;
     let owners: BTreeSet<String> = objects.iter().map(|o| super::project::owner_key(o)).collect();
     let groups = owned_groups(realm).await.map_err(|e| e.to_string())?;
-    let sweep = &controller.orphan_groups;
-    let now = Instant::now();
-    let mut first_seen = sweep.first_seen.lock().unwrap_or_else(PoisonError::into_inner).clone();
-    let mut orphaned = BTreeSet::new();
-    let mut remaining = 0;
+    let mut sweep = controller.orphan_groups.ledger.sweep(Instant::now());
     for group in groups {
         let owner = group
             .attributes
@@ -120,27 +110,20 @@ async fn sweep(
         {
             continue;
         }
-        orphaned.insert(group.id.clone());
-        let seen = *first_seen.entry(group.id.clone()).or_insert_with(|| {
+        let sighting = sweep.observe(&group.id, controller.settings.orphan_grace);
+        if sighting.first {
             tracing::warn!(group = %group.name, %owner, "Keycloak group of a ManagedRancherProject that no longer exists");
-            now
-        });
-        if controller.settings.delete_orphans && now.duration_since(seen) >= controller.settings.orphan_grace {
+        }
+        if controller.settings.delete_orphans && sighting.due {
             match realm.delete_group(&group.id).await {
                 Ok(_) => {
                     tracing::info!(group = %group.name, %owner, "deleted an orphaned Keycloak group");
-                    orphaned.remove(&group.id);
-                    continue;
+                    sweep.deleted(&group.id);
                 }
                 Err(error) => tracing::warn!(group = %group.name, %error, "could not delete an orphaned group"),
             }
         }
-        remaining += 1;
     }
-    first_seen.retain(|id, _| orphaned.contains(id));
-    *sweep.first_seen.lock().unwrap_or_else(PoisonError::into_inner) = first_seen;
-    if let Some(metric) = &sweep.metric {
-        metric.set(remaining);
-    }
+    sweep.finish();
     Ok(())
 }

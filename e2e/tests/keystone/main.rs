@@ -8,6 +8,7 @@ mod create;
 mod deletion;
 mod failures;
 mod namespaced;
+mod orphans;
 mod restart;
 mod rotation;
 mod takeover;
