@@ -162,6 +162,7 @@ impl Minter<'_> {
             unrestricted: ac.spec.unrestricted,
             access_rules: &access_rules,
         };
+        let mut minted_here = true;
         let created = match self.keystone.create_application_credential(&user, &request).await {
             Ok(created) => created,
             Err(KeystoneError::Conflict { .. }) => {
@@ -177,6 +178,7 @@ impl Minter<'_> {
                 match found {
                     Some(found) if proven => {
                         tracing::info!(credential = %found.id, name = %intended.name, "resumed an interrupted creation");
+                        minted_here = false;
                         found
                     }
                     _ => {
@@ -224,6 +226,7 @@ impl Minter<'_> {
             created_at: now,
             expires_at,
             security_hash,
+            minted_here,
         })
     }
 

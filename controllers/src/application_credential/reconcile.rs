@@ -108,8 +108,10 @@ pub async fn reconcile(
                     Ok(new) => {
                         let spec_changed =
                             ac.status.as_ref().and_then(|s| s.observed_generation) != ac.meta().generation;
-                        let label = reason.metric_label(spec_changed);
-                        controller.metrics.created(&namespace, &ac.name_any(), label);
+                        if new.minted_here {
+                            let label = reason.metric_label(spec_changed);
+                            controller.metrics.created(&namespace, &ac.name_any(), label);
+                        }
                         minted = Some((reason, new));
                     }
                     Err(error) => return report(controller, &ac, ctx, error, Some(&keystone), now).await,

@@ -31,6 +31,9 @@ pub struct NewCredential {
     pub expires_at: Timestamp,
     /// The permissions hash it was made for.
     pub security_hash: String,
+    /// Whether this call made it in Keystone (`false`: an interrupted creation — this process's or another's —
+    /// was found done), so each credential is counted once across restarts and replicas.
+    pub minted_here: bool,
 }
 
 /// Whole seconds: what the API stores for timestamps, so what we compare against.
@@ -166,6 +169,7 @@ mod tests {
             created_at: t("2025-05-29T09:02:28.5Z"),
             expires_at: t("2026-05-29T09:02:28.705012Z"),
             security_hash: "sha256:x".into(),
+            minted_here: true,
         }
     }
 

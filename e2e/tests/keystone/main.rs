@@ -11,6 +11,7 @@ mod namespaced;
 mod orphans;
 mod restart;
 mod rotation;
+mod side_by_side;
 mod takeover;
 mod tls;
 mod validation;

@@ -14,7 +14,7 @@ use serde_json::Value;
 /// The credential every test creates (its service is `barbican`, so its Secrets are `ac-barbican-*-secret`).
 pub const CREDENTIAL: &str = "ac-barbican";
 /// The controller name in metrics.
-const CONTROLLER: &str = "keystoneapplicationcredential";
+pub const CONTROLLER: &str = "keystoneapplicationcredential";
 /// Name of the password Secret.
 pub const PASSWORD_SECRET: &str = "osp-secret";
 /// Key of the password in it.
