@@ -43,6 +43,26 @@ fn free_port() -> Result<u16, String> {
     Ok(listener.local_addr().map_err(|e| e.to_string())?.port())
 }
 
+/// Ties the child to this process: when the sandbox dies, however it dies (even SIGKILL, which runs no cleanup),
+/// the kernel sends the manager SIGTERM, so it never keeps running against a dead API. The signal follows the
+/// thread that spawned the child; the sandbox spawns from a runtime worker thread, which lives as long as the
+/// process.
+fn terminate_with_parent(command: &mut Command) {
+    let parent = nix::unistd::getpid();
+    // SAFETY: the closure runs in the forked child before exec and makes only async-signal-safe system calls
+    // (prctl, getppid); it allocates nothing and takes no lock.
+    unsafe {
+        command.pre_exec(move || {
+            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM).map_err(std::io::Error::from)?;
+            // The parent may have died before the prctl: then nothing would ever signal us.
+            if nix::unistd::getppid() != parent {
+                return Err(std::io::Error::other("the sandbox exited while starting the manager"));
+            }
+            Ok(())
+        });
+    }
+}
+
 impl ManagerChild {
     /// Starts the manager against `kubeconfig` (in `pod_namespace`, where its Lease would live) with extra
     /// `args` and waits for `/readyz`.
@@ -51,7 +71,8 @@ impl ManagerChild {
         let (metrics, health) = (free_port()?, free_port()?);
         let out = std::fs::File::create(log).map_err(|e| e.to_string())?;
         let err = out.try_clone().map_err(|e| e.to_string())?;
-        let child = Command::new(binary)
+        let mut command = Command::new(binary);
+        command
             .arg(format!("--metrics-bind-address=127.0.0.1:{metrics}"))
             .arg(format!("--health-probe-bind-address=127.0.0.1:{health}"))
             .arg("--log-format=text")
@@ -60,9 +81,9 @@ impl ManagerChild {
             .env("POD_NAMESPACE", pod_namespace)
             .stdout(Stdio::from(out))
             .stderr(Stdio::from(err))
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| format!("cannot start the manager: {e}"))?;
+            .kill_on_drop(true);
+        terminate_with_parent(&mut command);
+        let child = command.spawn().map_err(|e| format!("cannot start the manager: {e}"))?;
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(2))
             .build()

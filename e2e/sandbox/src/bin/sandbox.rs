@@ -1,5 +1,6 @@
 //! `sandbox`: runs the operator with no cluster. Starts the API emulator, the operator's surroundings and the
-//! `manager`, applies the samples, prints how to point kubectl at it, and stops everything on Ctrl-C.
+//! `manager`, applies the samples, prints how to point kubectl at it, and stops everything on Ctrl-C or SIGTERM
+//! (the manager is also told to stop if the sandbox is killed outright).
 //!
 //! For scripts: `sandbox --kubeconfig PATH` writes the kubeconfig there and prints a line starting with
 //! `sandbox ready` once everything is up.
@@ -28,6 +29,24 @@ struct Args {
 
 fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Waits for Ctrl-C (SIGINT) or SIGTERM (what `kill`, systemd and container runtimes send): both stop the
+/// sandbox the same clean way.
+async fn wait_for_stop_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut terminate) => {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = terminate.recv() => {}
+            }
+        }
+        Err(error) => {
+            eprintln!("sandbox: cannot listen for SIGTERM ({error}); Ctrl-C stops it");
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
 }
 
 #[tokio::main]
@@ -59,10 +78,10 @@ async fn main() -> ExitCode {
     println!("  kubectl describe nebariapp nebariapp-sample");
     println!();
     println!(
-        "manager log: {}    Ctrl-C stops everything.",
+        "manager log: {}    Ctrl-C (or SIGTERM) stops everything.",
         sandbox.manager_log().display()
     );
-    let _ = tokio::signal::ctrl_c().await;
+    wait_for_stop_signal().await;
     println!("stopping...");
     let refusals = sandbox.manager_refusals();
     sandbox.stop().await;
