@@ -19,7 +19,8 @@ const SECRET_KEYS: &str = r"(?:password|passwd|secret|client_secret|token|access
 static URL_USERINFO: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@").expect("static regex is valid"));
 static AUTH_HEADER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{8,}").expect("static regex is valid")
+    Regex::new(r#"(?i)\b(bearer|basic)\s+[^\s,;"']{8,}|\b(token)\s+[A-Za-z0-9._~+/=-]{8,}"#)
+        .expect("static regex is valid")
 });
 static JSON_FIELD: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(&format!(
@@ -32,22 +33,30 @@ static KEY_VALUE: LazyLock<Regex> = LazyLock::new(|| {
 });
 static SECRET_HEADER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)\b(x-auth-token|x-subject-token|authorization|proxy-authorization|cookie|set-cookie)(\s*:\s*)[^\s,;]+",
+        r"(?i)\b(x-auth-token|x-subject-token|authorization|proxy-authorization|cookie|set-cookie)(\s*:\s*)(?:(?:bearer|basic|token)\s+)?[^\s,;]+",
     )
     .expect("static regex is valid")
 });
+/// Rancher API tokens, `token-<5 characters>:<secret>`: the secret part is lower case and digits only, so it
+/// would pass for an id.
+static RANCHER_TOKEN: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\b(token-[a-z0-9]{5}):[a-z0-9]{16,}").expect("static regex is valid"));
+/// Runs long enough to be key material: Keycloak's client secrets are 32 alphanumerics.
+/// (`/` ends a run: URL paths stay readable; secrets with a `/` — standard base64 — only appear in
+/// `Authorization` headers, handled above.)
 static LONG_OPAQUE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"[A-Za-z0-9_+/=.-]{40,}").expect("static regex is valid"));
+    LazyLock::new(|| Regex::new(r"[A-Za-z0-9_+=.-]{32,}").expect("static regex is valid"));
 
 /// Removes credentials, tokens and secret-looking values from `text` and bounds its length.
 ///
 /// Identifiers that are not secret (UUIDs, 32-hex Keystone ids, names) are kept so messages stay useful.
 pub fn sanitize(text: &str) -> String {
     let text = URL_USERINFO.replace_all(text, "${1}");
-    let text = AUTH_HEADER.replace_all(&text, format!("${{1}} {REDACTED}"));
+    let text = AUTH_HEADER.replace_all(&text, format!("${{1}}${{2}} {REDACTED}"));
     let text = SECRET_HEADER.replace_all(&text, format!("${{1}}${{2}}{REDACTED}"));
     let text = JSON_FIELD.replace_all(&text, format!("${{1}}\"{REDACTED}\""));
     let text = KEY_VALUE.replace_all(&text, format!("${{1}}{REDACTED}"));
+    let text = RANCHER_TOKEN.replace_all(&text, format!("${{1}}:{REDACTED}"));
     let text = LONG_OPAQUE.replace_all(&text, |caps: &regex::Captures<'_>| {
         let run = &caps[0];
         if looks_random(run) {
@@ -59,14 +68,13 @@ pub fn sanitize(text: &str) -> String {
     truncate(&text, MAX_MESSAGE_LEN)
 }
 
-/// Whether a long run of token characters looks like key material rather than a name: it mixes upper case,
-/// lower case and digits, or carries base64's `+`, `/` or `=`. Names (DNS names, group names, hex ids) are
-/// single-case and stay readable.
+/// Whether a long run of token characters looks like key material rather than a name: it mixes upper and lower
+/// case (random alphanumerics nearly always do), or carries base64's `+` or `=`. Names (DNS names, group names,
+/// hex ids, UUIDs) are single-case and stay readable.
 fn looks_random(run: &str) -> bool {
     let upper = run.chars().any(|c| c.is_ascii_uppercase());
     let lower = run.chars().any(|c| c.is_ascii_lowercase());
-    let digit = run.chars().any(|c| c.is_ascii_digit());
-    (upper && lower && digit) || run.contains(['+', '/', '='])
+    (upper && lower) || run.contains(['+', '='])
 }
 
 /// Renders a URL for messages: scheme, host, port and path only (no userinfo, query or fragment).
@@ -136,6 +144,25 @@ mod tests {
         assert!(!out.contains("gAAAAABk-1"), "{out}");
         assert!(out.contains("status code: 500"), "{out}");
         assert!(out.contains("application credential: denied"), "{out}");
+    }
+
+    #[test]
+    fn strips_rancher_tokens_and_keycloak_client_secrets() {
+        // Gaps the property tests (tests/properties.rs) found: a Rancher token's secret part is lower case and
+        // digits only, and a Keycloak client secret is 32 characters, under the old 40-character threshold.
+        let rancher = "token-x7k2p:4fj8s0dk2l5n7q9w1e3r6t8y0u2i4o6p8a1s3d5f7g9h2j4k6";
+        let keycloak = "Xq7bT2mZ9kLp4RwN8vYc3HsJ6dFgA1eU";
+        let out = sanitize(&format!(
+            "answered 401 for {rancher}; client secret {keycloak} rejected"
+        ));
+        assert!(!out.contains("4fj8s0dk2l5n7q9w") && !out.contains(keycloak), "{out}");
+        assert!(out.contains("token-x7k2p:"), "the token's public name stays: {out}");
+    }
+
+    #[test]
+    fn keeps_url_paths_readable() {
+        let url = "https://keycloak.example.com/admin/realms/master/clients/6f1c1f9e-8c1d-4b7f-9a0e-2b1d2c3d4e5f";
+        assert!(sanitize(&format!("GET {url} answered 404")).contains(url));
     }
 
     #[test]

@@ -77,9 +77,20 @@ impl AppNames {
         self.subdomain(format!("{}-tls", self.app_and_namespace()))
     }
 
-    /// The per-app Gateway listener: `tls-<app>-<ns>` (listener names are DNS-1123 labels: at most 63 chars).
+    /// The per-app Gateway listener: `tls-<app>-<ns>` (listener names are DNS-1123 labels: at most 63 chars, no
+    /// dots). A dotted app name has its dots turned into `-`, which makes the join ambiguous, so it is hashed.
     pub fn listener(&self) -> String {
-        truncate_with_hash(&format!("tls-{}", self.app_and_namespace()), DNS1123_LABEL_MAX)
+        let joined = if self.app.contains('.') {
+            format!(
+                "{}-{}-{}",
+                self.app.replace('.', "-"),
+                self.namespace,
+                framework::names::short_hash(&self.owner())
+            )
+        } else {
+            self.app_and_namespace()
+        };
+        truncate_with_hash(&format!("tls-{joined}"), DNS1123_LABEL_MAX)
     }
 
     /// The OIDC client Secret: `<app>-oidc-client`.
@@ -180,6 +191,15 @@ mod tests {
         assert!(first.listener().matches('-').count() > 2);
         assert_ne!(first.listener_field_manager("m"), second.listener_field_manager("m"));
         assert_eq!(plain.listener_field_manager("m"), "m-data-jupyter");
+    }
+
+    #[test]
+    fn a_dotted_app_gets_a_listener_name_without_dots() {
+        // Found by the property tests (controllers/tests/properties.rs): `tls-a.a-a` is no listener name.
+        let listener = AppNames::new("a", "a.a").listener();
+        framework::names::check_dns1123_label(&listener).expect("listener name is a DNS label");
+        assert!(listener.starts_with("tls-a-a-a-"), "{listener}");
+        assert_ne!(listener, AppNames::new("a", "a-a").listener());
     }
 
     #[test]
