@@ -3,13 +3,37 @@
 //! Built on `kube-lease-manager`, which renews the lease by server-side apply. The lease is released on a
 //! graceful shutdown so a replacement replica takes over at once instead of waiting for expiry.
 
-use kube::Client;
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::{Api, Client};
 use kube_lease_manager::{LeaseManager, LeaseManagerBuilder};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::metrics::Metrics;
+
+/// How often a standby looks whether the lease was released.
+const STANDBY_POLL: Duration = Duration::from_secs(2);
+
+/// The task renewing (or waiting for) the lease.
+type WatchTask = JoinHandle<Result<LeaseManager, kube_lease_manager::LeaseManagerError>>;
+
+/// Whether nobody holds the lease (it was released, or never taken); an unreadable lease counts as held.
+async fn is_free(leases: &Api<Lease>, name: &str) -> bool {
+    match leases.get_opt(name).await {
+        Ok(Some(lease)) => lease
+            .spec
+            .and_then(|spec| spec.holder_identity)
+            .is_none_or(|holder| holder.is_empty()),
+        Ok(None) => true,
+        Err(error) => {
+            tracing::debug!(%error, "could not read the lease");
+            false
+        }
+    }
+}
 
 /// Where and how to hold the lease.
 #[derive(Clone, Debug)]
@@ -40,7 +64,7 @@ pub enum LeaderError {
 /// A held (or awaited) leadership.
 pub struct Leadership {
     state: watch::Receiver<bool>,
-    task: JoinHandle<Result<LeaseManager, kube_lease_manager::LeaseManagerError>>,
+    task: WatchTask,
     metrics: Metrics,
     lease_name: String,
 }
@@ -54,20 +78,18 @@ impl Leadership {
         shutdown: &CancellationToken,
     ) -> Result<Option<Self>, LeaderError> {
         metrics.set_leader(&settings.lease_name, false);
-        let manager = LeaseManagerBuilder::new(client, &settings.lease_name)
-            .with_namespace(&settings.namespace)
-            .with_identity(&settings.identity)
-            .with_duration(settings.lease_duration_secs)
-            .with_grace(settings.renew_margin_secs)
-            .with_field_manager(format!("{}-leader-election", settings.lease_name))
-            .build()
-            .await?;
-        let (mut state, task) = manager.watch().await;
+        let (mut state, mut task) = Self::join(&client, settings).await?;
         tracing::info!(
             lease = settings.lease_name,
             identity = settings.identity,
             "waiting for leadership"
         );
+        // kube-lease-manager's standby sleeps until the holder's lease would expire, so a holder that released
+        // the lease on shutdown would be replaced only a lease duration later. Looking at the lease every
+        // STANDBY_POLL (client-go's retry period) and joining afresh when it is free makes a release a handover.
+        let leases: Api<Lease> = Api::namespaced(client.clone(), &settings.namespace);
+        let mut poll = tokio::time::interval_at(tokio::time::Instant::now() + STANDBY_POLL, STANDBY_POLL);
+        poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         loop {
             if *state.borrow_and_update() {
                 break;
@@ -76,6 +98,13 @@ impl Leadership {
                 changed = state.changed() => {
                     if changed.is_err() {
                         return Err(LeaderError::Lost);
+                    }
+                }
+                _ = poll.tick() => {
+                    if is_free(&leases, &settings.lease_name).await {
+                        drop(state);
+                        let _ = task.await;
+                        (state, task) = Self::join(&client, settings).await?;
                     }
                 }
                 _ = shutdown.cancelled() => {
@@ -93,6 +122,22 @@ impl Leadership {
             metrics,
             lease_name: settings.lease_name.clone(),
         }))
+    }
+
+    /// A fresh lease manager (it reads the lease anew) and its watch.
+    async fn join(
+        client: &Client,
+        settings: &LeaderSettings,
+    ) -> Result<(watch::Receiver<bool>, WatchTask), LeaderError> {
+        let manager = LeaseManagerBuilder::new(client.clone(), &settings.lease_name)
+            .with_namespace(&settings.namespace)
+            .with_identity(&settings.identity)
+            .with_duration(settings.lease_duration_secs)
+            .with_grace(settings.renew_margin_secs)
+            .with_field_manager(format!("{}-leader-election", settings.lease_name))
+            .build()
+            .await?;
+        Ok(manager.watch().await)
     }
 
     /// Resolves when leadership is lost (the lease was taken or could not be renewed).

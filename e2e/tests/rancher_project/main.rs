@@ -13,6 +13,7 @@ mod crash_records;
 mod creation;
 mod deletion;
 mod drift;
+mod failover;
 mod group_claims;
 mod handback;
 mod idempotence;

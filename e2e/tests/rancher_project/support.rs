@@ -217,6 +217,12 @@ impl World {
 
     /// Starts the manager running the ManagedRancherProject and RancherProjectInventory controllers.
     pub async fn start_manager(&mut self, extra: Vec<String>) {
+        let options = self.manager_options(extra);
+        self.manager = Some(ManagerProcess::start(&self.cluster, options).await);
+    }
+
+    /// How [`Self::start_manager`] runs the manager (for tests that run several).
+    pub fn manager_options(&self, extra: Vec<String>) -> ManagerOptions {
         let mut args = vec![
             format!("--rancher-resync-interval-seconds={RESYNC_SECONDS}"),
             "--rancher-timeout-seconds=5".to_string(),
@@ -230,8 +236,7 @@ impl World {
                 .filter(|arg| keycloak || !arg.starts_with("--rancher-keycloak-")),
         );
         args.extend(extra);
-        let options = ManagerOptions::controllers(&[CONTROLLER, "rancherprojectinventory"], None, args);
-        self.manager = Some(ManagerProcess::start(&self.cluster, options).await);
+        ManagerOptions::controllers(&[CONTROLLER, "rancherprojectinventory"], None, args)
     }
 
     /// The running manager.
