@@ -280,6 +280,21 @@ impl ServerHandle {
             .read(|r| r.count(&GroupResource::new(group, resource)))
     }
 
+    /// Every stored object, with its resource (for checks over everything a test left, e.g. secret hygiene).
+    pub fn all_objects(&self) -> Vec<(GroupResource, Arc<Value>)> {
+        self.shared.store.read(|r| {
+            r.stored_resources()
+                .into_iter()
+                .flat_map(|gr| {
+                    r.range(&gr, None, None)
+                        .into_iter()
+                        .map(move |(_, object)| (gr.clone(), object))
+                        .collect::<Vec<_>>()
+                })
+                .collect()
+        })
+    }
+
     /// Stops accepting requests, ends watches and controllers, and waits for them.
     pub async fn shutdown(mut self) {
         self.shared.shutdown.cancel();

@@ -269,6 +269,16 @@ impl ReadView<'_> {
         0
     }
 
+    /// Every resource that has at least one stored object.
+    pub fn stored_resources(&self) -> Vec<GroupResource> {
+        self.inner
+            .objects
+            .iter()
+            .filter(|(_, m)| !m.is_empty())
+            .map(|(gr, _)| gr.clone())
+            .collect()
+    }
+
     /// How many objects a resource holds in total (all namespaces).
     pub fn count(&self, gr: &GroupResource) -> usize {
         self.inner.objects.get(&storage_key(gr)).map_or(0, BTreeMap::len)

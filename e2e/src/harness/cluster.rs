@@ -10,6 +10,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
 use super::kubectl::Kubectl;
+use super::secret_hygiene;
 use super::wait::{Deadline, wait_until};
 use kube_emulator::{ApiServer, ServerConfig, ServerHandle};
 
@@ -23,6 +24,42 @@ pub struct TestCluster {
     emulator: Option<ServerHandle>,
     client: Client,
     kubectl: Kubectl,
+}
+
+impl Drop for TestCluster {
+    /// Checks secret hygiene over everything the test left in the emulator (see [`super::secret_hygiene`]),
+    /// unless the test already failed.
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return;
+        }
+        let Some(emulator) = &self.emulator else {
+            return;
+        };
+        let objects = emulator.all_objects();
+        let (secrets, others): (Vec<_>, Vec<_>) = objects
+            .iter()
+            .partition(|(gr, _)| gr.group.is_empty() && gr.resource == "secrets");
+        let values = secret_hygiene::secret_values(secrets.iter().map(|(_, object)| object.as_ref()));
+        if values.is_empty() {
+            return;
+        }
+        let mut places = secret_hygiene::manager_logs(self.dir.path());
+        places.extend(others.iter().map(|(gr, object)| {
+            let name = format!(
+                "{}/{}",
+                object["metadata"]["namespace"].as_str().unwrap_or(""),
+                object["metadata"]["name"].as_str().unwrap_or("")
+            );
+            (format!("{} {name}", gr.resource), object.to_string())
+        }));
+        let leaks = secret_hygiene::leaks(&values, &places);
+        assert!(
+            leaks.is_empty(),
+            "secret values stored in Secrets leaked:\n  {}",
+            leaks.join("\n  ")
+        );
+    }
 }
 
 impl TestCluster {

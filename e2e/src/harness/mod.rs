@@ -13,6 +13,7 @@ pub mod install;
 pub mod kubectl;
 pub mod manager;
 pub mod metrics;
+pub mod secret_hygiene;
 pub mod wait;
 
 pub use cluster::TestCluster;

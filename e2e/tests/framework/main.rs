@@ -7,3 +7,4 @@ mod support;
 mod children;
 mod leader;
 mod runner;
+mod secret_hygiene;

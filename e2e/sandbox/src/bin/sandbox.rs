@@ -11,6 +11,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use sandbox::{Sandbox, SandboxOptions};
+use tokio::signal::unix::{Signal, SignalKind, signal};
 
 /// Run the platform operator against an embedded Kubernetes API emulator.
 #[derive(Debug, Parser)]
@@ -31,20 +32,26 @@ fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// Waits for Ctrl-C (SIGINT) or SIGTERM (what `kill`, systemd and container runtimes send): both stop the
-/// sandbox the same clean way.
-async fn wait_for_stop_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    match signal(SignalKind::terminate()) {
-        Ok(mut terminate) => {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = terminate.recv() => {}
-            }
-        }
-        Err(error) => {
-            eprintln!("sandbox: cannot listen for SIGTERM ({error}); Ctrl-C stops it");
-            let _ = tokio::signal::ctrl_c().await;
+/// Ctrl-C (SIGINT) and SIGTERM (what `kill`, systemd and container runtimes send): both stop the sandbox the
+/// same clean way. Listened for from the start, so a signal that arrives while the sandbox starts (or right after
+/// it printed that it is ready) is never missed; it is acted on once everything is up.
+struct StopSignals {
+    interrupt: Signal,
+    terminate: Signal,
+}
+
+impl StopSignals {
+    fn listen() -> std::io::Result<Self> {
+        Ok(Self {
+            interrupt: signal(SignalKind::interrupt())?,
+            terminate: signal(SignalKind::terminate())?,
+        })
+    }
+
+    async fn wait(&mut self) {
+        tokio::select! {
+            _ = self.interrupt.recv() => {}
+            _ = self.terminate.recv() => {}
         }
     }
 }
@@ -52,6 +59,13 @@ async fn wait_for_stop_signal() {
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
+    let mut stop = match StopSignals::listen() {
+        Ok(stop) => stop,
+        Err(error) => {
+            eprintln!("sandbox: cannot listen for Ctrl-C and SIGTERM: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
     let kubeconfig = std::path::absolute(&args.kubeconfig).unwrap_or(args.kubeconfig.clone());
     let options = SandboxOptions {
         kubeconfig: kubeconfig.clone(),
@@ -81,7 +95,7 @@ async fn main() -> ExitCode {
         "manager log: {}    Ctrl-C (or SIGTERM) stops everything.",
         sandbox.manager_log().display()
     );
-    wait_for_stop_signal().await;
+    stop.wait().await;
     println!("stopping...");
     let refusals = sandbox.manager_refusals();
     sandbox.stop().await;
