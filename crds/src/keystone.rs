@@ -59,6 +59,7 @@ pub struct KeystoneApplicationCredentialSpec {
     pub password_selector: String,
 
     /// The Keystone user the application credential is created for (it must hold `roles` in the service project).
+    #[schemars(length(min = 1, max = 255))]
     pub user_name: String,
 
     /// Lifetime of each application credential, in days.

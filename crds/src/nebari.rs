@@ -102,11 +102,14 @@ pub struct ServiceReference {
 #[serde(rename_all = "camelCase")]
 pub struct RoutingConfig {
     /// Routes are path rules; only matching traffic is routed. Without routes all traffic to the hostname is.
+    /// At most 64, the matches one HTTPRoute rule can carry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64))]
     pub routes: Option<Vec<RouteMatch>>,
     /// PublicRoutes are paths that bypass OIDC authentication, served by a separate HTTPRoute that the
-    /// SecurityPolicy does not cover. Path type defaults to Exact here (safer for an auth bypass).
+    /// SecurityPolicy does not cover. Path type defaults to Exact here (safer for an auth bypass). At most 64.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64))]
     pub public_routes: Option<Vec<RouteMatch>>,
     /// TLS configures certificate management and HTTPS termination (enabled by default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -117,11 +120,17 @@ pub struct RoutingConfig {
 }
 
 /// RouteMatch is one path rule.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct RouteMatch {
-    /// PathPrefix is the path to match; must start with "/". Example: "/api/v1".
+    /// PathPrefix is the path to match; must start with "/". Example: "/api/v1". The path rules of Gateway API's
+    /// HTTPRoute apply (no `//`, `/./`, `/../`, encoded slash or `#`), so a path the route could not carry is
+    /// refused here rather than failing later.
     #[schemars(regex(pattern = r"^/.*"))]
+    #[x_kube(validation = Rule::new(
+        "!self.contains('//') && !self.contains('/./') && !self.contains('/../') && !self.contains('%2f') && \
+         !self.contains('%2F') && !self.contains('#') && !self.endsWith('/..') && !self.endsWith('/.')"
+    ).message("pathPrefix must not contain '//', '/./', '/../', '%2f', '%2F' or '#', nor end with '/.' or '/..'"))]
     pub path_prefix: String,
     /// PathType is PathPrefix (default in routes) or Exact (default in publicRoutes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -177,6 +186,10 @@ pub struct AuthConfig {
     /// ClientSecretRef names a Secret in the app's namespace holding `client-id` and `client-secret`. Without it
     /// (and with provisionClient) the operator creates `<app>-oidc-client`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        length(min = 1, max = 253),
+        regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+    )]
     pub client_secret_ref: Option<String>,
     /// Scopes to request; defaults to openid, profile, email.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -158,9 +158,9 @@ pub struct ProjectKeycloak {
     #[serde(default = "default_true")]
     pub enabled: bool,
     /// Top-level Keycloak group the binding groups are created under (e.g. `c_<clusterId>`), shared by every
-    /// project of a cluster. When absent, binding groups are created at the top level.
+    /// project of a cluster. When absent, binding groups are created at the top level. No `/`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 255))]
+    #[schemars(length(min = 1, max = 255), regex(pattern = r"^[^/]+$"))]
     pub parent_group_name: Option<String>,
     /// One Keycloak group per entry, bound to the project with a Rancher role template. Entries with the same
     /// group name and role are merged.
@@ -215,8 +215,8 @@ impl Default for ClusterKeycloak {
 #[serde(rename_all = "camelCase")]
 pub struct RoleBinding {
     /// Name of the Keycloak group. Rancher identifies Keycloak groups by name, so it must be unique in the
-    /// realm; at most 255 characters.
-    #[schemars(length(min = 1, max = 255))]
+    /// realm; at most 255 characters, no `/` (Keycloak separates group paths with it).
+    #[schemars(length(min = 1, max = 255), regex(pattern = r"^[^/]+$"))]
     pub group_name: String,
     /// Rancher role template id, e.g. `project-member`, `project-owner`, `read-only` or (for cluster bindings)
     /// `cluster-owner`.

@@ -41,11 +41,15 @@ static SECRET_HEADER: LazyLock<Regex> = LazyLock::new(|| {
 /// would pass for an id.
 static RANCHER_TOKEN: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\b(token-[a-z0-9]{5}):[a-z0-9]{16,}").expect("static regex is valid"));
+/// JSON Web Tokens (access, ID and refresh tokens): three base64url parts, the first a JSON object (`eyJ`).
+static JWT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\beyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*").expect("static regex is valid")
+});
 /// Runs long enough to be key material: Keycloak's client secrets are 32 alphanumerics.
-/// (`/` ends a run: URL paths stay readable; secrets with a `/` — standard base64 — only appear in
-/// `Authorization` headers, handled above.)
+/// (`/` and `.` end a run: URL paths and dotted field paths stay readable; secrets with a `/` — standard base64
+/// — only appear in `Authorization` headers, handled above, and each part of a JWT is long enough on its own.)
 static LONG_OPAQUE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"[A-Za-z0-9_+=.-]{32,}").expect("static regex is valid"));
+    LazyLock::new(|| Regex::new(r"[A-Za-z0-9_+=-]{32,}").expect("static regex is valid"));
 
 /// Removes credentials, tokens and secret-looking values from `text` and bounds its length.
 ///
@@ -57,6 +61,7 @@ pub fn sanitize(text: &str) -> String {
     let text = JSON_FIELD.replace_all(&text, format!("${{1}}\"{REDACTED}\""));
     let text = KEY_VALUE.replace_all(&text, format!("${{1}}{REDACTED}"));
     let text = RANCHER_TOKEN.replace_all(&text, format!("${{1}}:{REDACTED}"));
+    let text = JWT.replace_all(&text, REDACTED);
     let text = LONG_OPAQUE.replace_all(&text, |caps: &regex::Captures<'_>| {
         let run = &caps[0];
         if looks_random(run) {
@@ -68,13 +73,16 @@ pub fn sanitize(text: &str) -> String {
     truncate(&text, MAX_MESSAGE_LEN)
 }
 
-/// Whether a long run of token characters looks like key material rather than a name: it mixes upper and lower
-/// case (random alphanumerics nearly always do), or carries base64's `+` or `=`. Names (DNS names, group names,
-/// hex ids, UUIDs) are single-case and stay readable.
+/// Whether a long run of token characters looks like key material rather than a name: it carries base64's `+`
+/// or `=`, or mixes upper and lower case with digits or with as many capitals as random letters have (a quarter
+/// or more). Names stay readable: DNS names, group names, hex ids and UUIDs are single-case, and camel-case
+/// identifiers (`namespaceDefaultResourceQuota`) have few capitals and no digits.
 fn looks_random(run: &str) -> bool {
-    let upper = run.chars().any(|c| c.is_ascii_uppercase());
-    let lower = run.chars().any(|c| c.is_ascii_lowercase());
-    (upper && lower) || run.contains(['+', '='])
+    let letters = run.chars().filter(char::is_ascii_alphabetic).count();
+    let upper = run.chars().filter(char::is_ascii_uppercase).count();
+    let lower = letters - upper;
+    let digit = run.chars().any(|c| c.is_ascii_digit());
+    run.contains(['+', '=']) || (upper > 0 && lower > 0 && (digit || upper * 4 >= letters))
 }
 
 /// Renders a URL for messages: scheme, host, port and path only (no userinfo, query or fragment).
@@ -157,6 +165,14 @@ mod tests {
         ));
         assert!(!out.contains("4fj8s0dk2l5n7q9w") && !out.contains(keycloak), "{out}");
         assert!(out.contains("token-x7k2p:"), "the token's public name stays: {out}");
+    }
+
+    #[test]
+    fn keeps_field_paths_and_identifiers_readable() {
+        // Seen in the bad-input catalog: Rancher's admission message was cut to "[REDACTED]: Forbidden".
+        let message = "denied the request: project.spec.namespaceDefaultResourceQuota.limit.limitsCpu: Forbidden: \
+                       namespace default quota limit exceeds project limit; see namespaceDefaultResourceQuotaLimits";
+        assert_eq!(sanitize(message), message);
     }
 
     #[test]

@@ -209,6 +209,8 @@ pub struct Translation {
     pub quotas: Option<ProjectQuotas>,
     /// Keys that cannot be expressed in a Rancher project quota.
     pub unsupported: Vec<String>,
+    /// Values that are not quantities or are negative, described for the condition (never sent to Rancher).
+    pub invalid: Vec<String>,
 }
 
 fn text(value: &IntOrString) -> String {
@@ -233,6 +235,7 @@ fn with_default_unit(value: &IntOrString, unit: &str) -> String {
 pub fn translate(spec: Option<&BTreeMap<String, IntOrString>>, namespace_percent: u8) -> Translation {
     let mut limits = BTreeMap::new();
     let mut unsupported = Vec::new();
+    let mut invalid = Vec::new();
     for (key, value) in spec.into_iter().flatten() {
         let (resource, quantity) = match key.as_str() {
             "cpu" => ("limits.cpu", with_default_unit(value, "m")),
@@ -245,10 +248,12 @@ pub fn translate(spec: Option<&BTreeMap<String, IntOrString>>, namespace_percent
             .map(str::to_string)
             .or_else(|| is_extended_quota_key(resource).then(|| resource.to_string()));
         match quota_key {
+            Some(_) if quantity.starts_with('-') => invalid.push(format!("{key}={} is negative", text(value))),
             Some(quota_key) if !quantity.is_empty() && super::quotas::is_quantity(&quantity) => {
                 limits.insert(quota_key, quantity);
             }
-            _ => unsupported.push(key.clone()),
+            Some(_) => invalid.push(format!("{key}={:?} is not a quantity", text(value))),
+            None => unsupported.push(key.clone()),
         }
     }
     let namespace_default = limits
@@ -261,6 +266,7 @@ pub fn translate(spec: Option<&BTreeMap<String, IntOrString>>, namespace_percent
             namespace_default,
         }),
         unsupported,
+        invalid,
     }
 }
 
@@ -427,12 +433,9 @@ mod tests {
         );
         assert_eq!(
             t.unsupported,
-            vec![
-                "example.com/widgets".to_string(),
-                "limits.nvidia.com/gpu".to_string(),
-                "requests.memory".to_string()
-            ]
+            vec!["example.com/widgets".to_string(), "limits.nvidia.com/gpu".to_string(),]
         );
+        assert_eq!(t.invalid, vec![r#"requests.memory="lots" is not a quantity"#.to_string()]);
     }
 
     #[test]

@@ -31,6 +31,9 @@ pub enum MrpError {
     /// The spec cannot be acted on (objects stored before the CRD's validation existed).
     #[error("invalid spec: {0}")]
     InvalidSpec(String),
+    /// Quota values that are not quantities, or are negative (the valid ones are still applied).
+    #[error("{0}")]
+    InvalidQuota(String),
     /// A group the object names is bound by another object, which claimed it first.
     #[error("{0}")]
     GroupClaimed(String),
@@ -70,6 +73,7 @@ impl ReconcileError for MrpError {
             MrpError::NotConfigured { .. }
             | MrpError::ProjectNameTaken(_)
             | MrpError::InvalidSpec(_)
+            | MrpError::InvalidQuota(_)
             | MrpError::NotAllowed(_)
             | MrpError::GroupClaimed(_) => ErrorCategory::Invalid,
             MrpError::Rancher(error) => error.category(),
@@ -86,6 +90,7 @@ impl ReconcileError for MrpError {
             MrpError::Keycloak(error) => error.reason(),
             MrpError::ProjectNameTaken(_) => "ProjectNameTaken",
             MrpError::InvalidSpec(_) => "InvalidSpec",
+            MrpError::InvalidQuota(_) => "InvalidQuota",
             MrpError::NotAllowed(_) => "NotAllowedByPolicy",
             MrpError::GroupClaimed(_) => "GroupClaimedByAnotherProject",
             MrpError::Kube(_) => "KubernetesAPIError",

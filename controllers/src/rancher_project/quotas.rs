@@ -122,7 +122,15 @@ impl Pass<'_> {
                         dropped.join(", ")
                     ));
                 }
-                self.report.ok(RESOURCE_QUOTA_READY, reason, message);
+                if translation.invalid.is_empty() {
+                    self.report.ok(RESOURCE_QUOTA_READY, reason, message);
+                } else {
+                    let invalid = translation.invalid.join("; ");
+                    self.report.fail(
+                        RESOURCE_QUOTA_READY,
+                        MrpError::InvalidQuota(format!("{invalid} (not applied); {message}")),
+                    );
+                }
                 updated
             }
             Err(error) => {

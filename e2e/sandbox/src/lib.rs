@@ -168,6 +168,21 @@ impl Sandbox {
         self.api.url()
     }
 
+    /// The API emulator itself (its decision log and counters, for tests).
+    pub fn api(&self) -> &ServerHandle {
+        &self.api
+    }
+
+    /// The user the manager authenticates as (its ServiceAccount).
+    pub fn manager_user(&self) -> &str {
+        &self.manager_user
+    }
+
+    /// Where the manager serves its metrics.
+    pub fn manager_metrics_url(&self) -> &str {
+        self.manager.metrics_url()
+    }
+
     /// The requests the API server refused the manager so far (`METHOD path: message`): the shipped RBAC is
     /// incomplete if there are any.
     pub fn manager_refusals(&self) -> Vec<String> {

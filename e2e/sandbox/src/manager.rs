@@ -11,6 +11,7 @@ use e2e::harness::{Deadline, wait_until};
 /// A running manager process.
 pub struct ManagerChild {
     child: Child,
+    metrics_url: String,
 }
 
 /// The manager binary: beside this executable, built first with the `cargo` that runs us (when there is one)
@@ -18,7 +19,11 @@ pub struct ManagerChild {
 async fn manager_binary() -> Result<PathBuf, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let dir = exe.parent().ok_or("no executable directory")?;
-    let path = dir.join("manager");
+    // Beside the `sandbox` binary, or one level up when a test links the sandbox (tests live in `deps/`).
+    let path = [dir.join("manager"), dir.join("../manager")]
+        .into_iter()
+        .find(|p| p.exists())
+        .unwrap_or_else(|| dir.join("manager"));
     if let Some(cargo) = std::env::var_os("CARGO") {
         let status = Command::new(cargo)
             .args(["build", "--quiet", "-p", "controllers", "--bin", "manager"])
@@ -105,7 +110,15 @@ impl ManagerChild {
             "manager: metrics on http://127.0.0.1:{metrics}/metrics, log in {}",
             log.display()
         );
-        Ok(Self { child })
+        Ok(Self {
+            child,
+            metrics_url: format!("http://127.0.0.1:{metrics}/metrics"),
+        })
+    }
+
+    /// Where the manager serves its metrics.
+    pub fn metrics_url(&self) -> &str {
+        &self.metrics_url
     }
 
     /// Stops the manager with SIGTERM and waits for it to exit.
