@@ -435,7 +435,10 @@ mod tests {
             t.unsupported,
             vec!["example.com/widgets".to_string(), "limits.nvidia.com/gpu".to_string(),]
         );
-        assert_eq!(t.invalid, vec![r#"requests.memory="lots" is not a quantity"#.to_string()]);
+        assert_eq!(
+            t.invalid,
+            vec![r#"requests.memory="lots" is not a quantity"#.to_string()]
+        );
     }
 
     #[test]
