@@ -13,6 +13,7 @@ use axum::extract::{MatchedPath, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use emulator_kit::chance::Chance;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::watch;
@@ -62,6 +63,9 @@ pub struct Fault {
     /// How many matching requests the rule applies to; `None` until cleared.
     #[serde(default)]
     pub times: Option<u32>,
+    /// The share of matching requests it applies to (default: all).
+    #[serde(default, flatten)]
+    pub chance: Chance,
 }
 
 impl Fault {
@@ -100,6 +104,12 @@ impl Fault {
     /// Apply to the next `n` matching requests only.
     pub fn times(mut self, n: u32) -> Self {
         self.times = Some(n);
+        self
+    }
+
+    /// Apply to `percent` % of the matching requests, drawn from `seed`.
+    pub fn percent(mut self, percent: u8, seed: u64) -> Self {
+        self.chance = Chance::percent(percent, seed);
         self
     }
 
@@ -177,7 +187,10 @@ impl HookState {
             .entry((method.to_string(), route.to_string()))
             .or_default() += 1;
         let mut faults = lock(&self.faults);
-        let Some(index) = faults.iter().position(|(_, f)| f.matches(method, route)) else {
+        let Some(index) = faults
+            .iter_mut()
+            .position(|(_, f)| f.matches(method, route) && f.chance.draw())
+        else {
             return FaultAction::default();
         };
         let fault = &mut faults[index].1;
@@ -524,6 +537,16 @@ impl Hooks {
             let mut paths: Vec<String> = r.groups_of(&user.id).iter().map(|g| r.group_path(&g.id)).collect();
             paths.sort();
             paths
+        })
+        .unwrap_or_default()
+    }
+
+    /// The `clientId` of every client in `realm`, ordered (built-in ones included).
+    pub fn client_ids(&self, realm: &str) -> Vec<String> {
+        self.with_realm(realm, |r| {
+            let mut ids: Vec<String> = r.clients.values().map(|c| c.settings.client_id.clone()).collect();
+            ids.sort();
+            ids
         })
         .unwrap_or_default()
     }

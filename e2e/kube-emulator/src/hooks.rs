@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use emulator_kit::chance::Chance;
 use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
 
@@ -81,13 +82,24 @@ pub struct Fault {
     /// How many matching requests the rule applies to; `None` until cleared.
     #[serde(default)]
     pub count: Option<u32>,
+    /// The user whose requests it matches; `None` matches everyone (a chaos run fails only the operator's).
+    #[serde(default)]
+    pub user: Option<String>,
+    /// Handle the request first and only then answer with the error: the change is made but the client never
+    /// learns it, like an answer lost on the way back.
+    #[serde(default)]
+    pub after_handling: bool,
+    /// The share of matching requests it applies to (default: all).
+    #[serde(default, flatten)]
+    pub chance: Chance,
 }
 
 impl Fault {
-    fn matches(&self, key: &RequestKey) -> bool {
+    fn matches(&self, key: &RequestKey, user: &str) -> bool {
         (self.verbs.is_empty() || self.verbs.iter().any(|v| v == &key.verb))
             && self.group.as_ref().is_none_or(|g| g == &key.group)
             && self.resource.as_ref().is_none_or(|r| r == &key.resource)
+            && self.user.as_ref().is_none_or(|u| u == user)
     }
 }
 
@@ -98,6 +110,8 @@ pub struct FaultAction {
     pub latency: Duration,
     /// Error status to answer with.
     pub error_status: Option<u16>,
+    /// Answer with the error only after handling the request.
+    pub after_handling: bool,
 }
 
 /// The shared hook state.
@@ -126,15 +140,17 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Hooks {
-    /// Counts one request and returns the fault action for it, consuming one use of the matching rule.
-    pub fn on_request(&self, key: &RequestKey) -> FaultAction {
+    /// Counts one request of `user` and returns the fault action for it, consuming one use of the first rule
+    /// that matches and draws it.
+    pub fn on_request(&self, key: &RequestKey, user: &str) -> FaultAction {
         *lock(&self.counters).entry(key.clone()).or_default() += 1;
         let mut faults = lock(&self.faults);
         let mut action = FaultAction::default();
-        if let Some(index) = faults.iter().position(|f| f.matches(key)) {
+        if let Some(index) = faults.iter_mut().position(|f| f.matches(key, user) && f.chance.draw()) {
             let fault = &mut faults[index];
             action.latency = Duration::from_millis(fault.latency_ms);
             action.error_status = fault.error_status;
+            action.after_handling = fault.after_handling;
             if let Some(remaining) = fault.count.as_mut() {
                 *remaining = remaining.saturating_sub(1);
                 if *remaining == 0 {
@@ -231,10 +247,26 @@ mod tests {
             count: Some(2),
             ..Fault::default()
         });
-        assert_eq!(hooks.on_request(&key("list")).error_status, None);
-        assert_eq!(hooks.on_request(&key("get")).error_status, Some(500));
-        assert_eq!(hooks.on_request(&key("get")).error_status, Some(500));
-        assert_eq!(hooks.on_request(&key("get")).error_status, None);
+        assert_eq!(hooks.on_request(&key("list"), "tester").error_status, None);
+        assert_eq!(hooks.on_request(&key("get"), "tester").error_status, Some(500));
+        assert_eq!(hooks.on_request(&key("get"), "tester").error_status, Some(500));
+        assert_eq!(hooks.on_request(&key("get"), "tester").error_status, None);
         assert_eq!(hooks.count("get", "", "configmaps", ""), 3);
+    }
+
+    #[test]
+    fn a_fault_for_one_user_leaves_the_others_alone_and_applies_to_its_share() {
+        let hooks = Hooks::default();
+        hooks.inject(Fault {
+            error_status: Some(503),
+            user: Some("operator".into()),
+            chance: Chance::percent(50, 3),
+            ..Fault::default()
+        });
+        assert!((0..50).all(|_| hooks.on_request(&key("get"), "tester").error_status.is_none()));
+        let failed = (0..1000)
+            .filter(|_| hooks.on_request(&key("get"), "operator").error_status.is_some())
+            .count();
+        assert!((400..=600).contains(&failed), "{failed} of 1000");
     }
 }

@@ -387,11 +387,13 @@ async fn dispatch(
         resource: target.def.plural.clone(),
         subresource: target.subresource.clone().unwrap_or_default(),
     };
-    let action = shared.hooks.on_request(&key);
+    let action = shared.hooks.on_request(&key, &access.user.name);
     if !action.latency.is_zero() {
         tokio::time::sleep(action.latency).await;
     }
-    if let Some(code) = action.error_status {
+    if let Some(code) = action.error_status
+        && !action.after_handling
+    {
         return injected_error(code).into_response();
     }
     let output = match negotiate(&headers, target.def.is_custom()) {
@@ -420,6 +422,10 @@ async fn dispatch(
         Err(error) if error.code == 403 => return forbidden(error),
         Err(error) => error.into_response(),
     };
+    if let Some(code) = action.error_status {
+        // `after_handling`: the request took effect; its answer is lost.
+        return injected_error(code).into_response();
+    }
     match output {
         // Reads render metadata themselves; a write's answer is transformed here, as apiserver does.
         Output::Metadata { list, version } if !matches!(verb, "get" | "list" | "watch") => {

@@ -30,6 +30,7 @@ use std::time::Duration;
 
 use axum::http::Method;
 use axum::response::Response;
+use emulator_kit::chance::Chance;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -93,6 +94,9 @@ pub struct Fault {
     /// How many matching requests the rule applies to; `None` until cleared.
     #[serde(default)]
     pub count: Option<u32>,
+    /// The share of matching requests it applies to (default: all).
+    #[serde(default, flatten)]
+    pub chance: Chance,
 }
 
 impl Fault {
@@ -132,6 +136,12 @@ impl Fault {
     /// Applies to the next `count` matching requests only.
     pub fn times(mut self, count: u32) -> Self {
         self.count = Some(count);
+        self
+    }
+
+    /// Applies to `percent` % of the matching requests, drawn from `seed`.
+    pub fn percent(mut self, percent: u8, seed: u64) -> Self {
+        self.chance = Chance::percent(percent, seed);
         self
     }
 
@@ -175,7 +185,7 @@ impl Hooks {
             ..FaultAction::default()
         };
         let mut faults = lock(&self.faults);
-        if let Some(index) = faults.iter().position(|f| f.matches(key)) {
+        if let Some(index) = faults.iter_mut().position(|f| f.matches(key) && f.chance.draw()) {
             let fault = &mut faults[index];
             action.latency = Duration::from_millis(fault.latency_ms);
             action.error_status = fault.error_status;
