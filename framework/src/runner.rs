@@ -296,7 +296,7 @@ struct State<R: Reconciler> {
     context: Context,
     finalizer: Option<FinalizerSpec>,
     backoff: BackoffPolicy,
-    failures: Mutex<HashMap<ObjectRef<R::Resource>, u32>>,
+    failures: Mutex<HashMap<ObjectRef<R::Resource>, FailureStreak>>,
     in_flight: Mutex<HashMap<u64, Instant>>,
     next_id: AtomicU64,
     queue: QueueProbe<R::Resource>,
@@ -634,17 +634,20 @@ async fn run_phases<R: Reconciler>(obj: Arc<R::Resource>, state: &State<R>) -> R
     state.reconciler.reconcile(obj, ctx).await.map_err(RunError::Reconcile)
 }
 
+/// An object's consecutive failures, and when the first of them happened.
+type FailureStreak = (u32, Instant);
+
 fn error_policy<R: Reconciler>(obj: Arc<R::Resource>, _error: &RunError<R::Error>, state: Arc<State<R>>) -> Action {
     let key = ObjectRef::from_obj(obj.as_ref());
-    let failures = match state.failures.lock() {
+    let (failures, failing_for) = match state.failures.lock() {
         Ok(mut map) => {
-            let count = map.entry(key.clone()).or_insert(0);
+            let (count, since) = map.entry(key.clone()).or_insert((0, Instant::now()));
             *count = count.saturating_add(1);
-            *count
+            (*count, since.elapsed())
         }
-        Err(_) => 1,
+        Err(_) => (1, Duration::ZERO),
     };
-    let delay = state.backoff.delay(failures, &mut rand::rng());
+    let delay = state.backoff.delay_within(failures, failing_for, &mut rand::rng());
     state.queue.requeued(key, delay);
     Action::requeue(delay)
 }
