@@ -98,6 +98,7 @@ pub async fn cleanup(
             }
         }
     }
+    super::tls::release_issued_secret(&ctx.client, &settings.gateway_namespace, &names).await?;
     ctx.events
         .publish(
             &app.object_ref(&()),

@@ -108,7 +108,11 @@ impl<'a> Pass<'a> {
         let auth = self.auth().await;
         let protected = auth.as_ref().is_ok_and(|auth| auth.policy_applied);
         self.routes(section, protected).await?;
-        self.children.prune().await?;
+        let pruned = self.children.prune().await?;
+        if pruned.contains(&format!("Certificate/{}", self.names.certificate())) {
+            let gateway_ns = &self.controller.settings.gateway_namespace;
+            super::tls::release_issued_secret(&self.ctx.client, gateway_ns, &self.names).await?;
+        }
         auth.map(|auth| auth.next)
     }
 

@@ -28,6 +28,56 @@ pub const APP_NAME_LABEL: &str = "nebari.dev/nebariapp-name";
 /// See [`APP_NAME_LABEL`].
 pub const APP_NAMESPACE_LABEL: &str = "nebari.dev/nebariapp-namespace";
 
+/// The annotation cert-manager puts on each Secret it issues, naming the Certificate it was issued for.
+pub const CERTIFICATE_NAME_ANNOTATION: &str = "cert-manager.io/certificate-name";
+
+/// Deletes the Secret cert-manager issued for the app's Certificate, once that Certificate is gone (the app was
+/// deleted, or its TLS turned off). cert-manager leaves issued Secrets behind unless it runs with
+/// `--enable-certificate-owner-ref`, so without this the private key of a certificate nobody serves would stay in
+/// the gateway namespace for good. Only a Secret cert-manager issued for this very Certificate is deleted (read
+/// by metadata only; the delete is guarded by its uid).
+pub async fn release_issued_secret(
+    client: &kube::Client,
+    gateway_ns: &str,
+    names: &AppNames,
+) -> Result<(), framework::error::KubeError> {
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), gateway_ns);
+    let name = names.tls_secret();
+    let Some(secret) = secrets
+        .get_metadata_opt(&name)
+        .await
+        .map_err(kube_error("reading the issued TLS Secret"))?
+    else {
+        return Ok(());
+    };
+    let issued_for = secret
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(CERTIFICATE_NAME_ANNOTATION));
+    if issued_for != Some(&names.certificate()) {
+        return Ok(());
+    }
+    let guarded = kube::api::DeleteParams {
+        preconditions: secret.metadata.uid.map(|uid| kube::api::Preconditions {
+            uid: Some(uid),
+            resource_version: None,
+        }),
+        ..kube::api::DeleteParams::background()
+    };
+    match secrets.delete(&name, &guarded).await {
+        Ok(_) => {
+            framework::changes::record(format!("deleted the issued TLS Secret {name}"));
+            Ok(())
+        }
+        Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => Ok(()),
+        Err(error) => Err(framework::error::KubeError::new(
+            "deleting the issued TLS Secret",
+            error,
+        )),
+    }
+}
+
 /// The Certificate `<app>-<ns>-cert` in the gateway namespace, for the app's hostname.
 pub fn certificate(app: &NebariApp, names: &AppNames, issuer: &str, gateway_namespace: &str) -> Certificate {
     let labels = BTreeMap::from([

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::support::{
     ARGOCD_LISTENER, ARGOCD_MANAGER, CLUSTER_ISSUER, GATEWAY_NAMESPACE, INTERNAL_GATEWAY, PUBLIC_GATEWAY, Setup, World,
-    breakdown_delta, certificates, condition, http_routes, listener, listener_names, listener_owners,
+    breakdown_delta, certificates, condition, http_routes, listener, listener_names, listener_owners, secrets,
 };
 
 /// Argo CD's listener on `gateway` and who owns it, to compare before and after.
@@ -149,6 +149,8 @@ async fn tls_adds_a_certificate_and_an_own_listener_leaving_other_listeners_alon
         .wait_listeners(PUBLIC_GATEWAY, |names| !names.contains(&own))
         .await;
     world.wait_object_gone(&certificates(), GATEWAY_NAMESPACE, &cert).await;
+    // cert-manager leaves the Secret it issued behind; the operator deletes it with the Certificate.
+    world.wait_object_gone(&secrets(), GATEWAY_NAMESPACE, &tls_secret).await;
     let route = world
         .wait_object(&http_routes(), &ns, "web-route", |r| {
             r["spec"]["parentRefs"][0]["sectionName"] == "http"
