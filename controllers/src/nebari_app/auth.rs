@@ -24,6 +24,10 @@ use super::reconcile::Pass;
 use super::security_policy::{ClientCredentials, security_policy};
 use super::status::AUTH_READY;
 
+/// What `status.authConfigHash` holds between the first Keycloak write and the status that records the clients:
+/// it matches no real hash (so the next pass provisions again) but says that clients may exist.
+pub const PROVISIONING_MARKER: &str = "provisioning";
+
 /// What the auth step achieved.
 pub struct AuthOutcome {
     /// What the step asks for next.
@@ -202,6 +206,7 @@ impl Pass<'_> {
             Some(data) if reuse => data,
             existing => {
                 let previous_spa = existing.and_then(|d| d.spa_client_id);
+                self.record_provisioning_intent().await?;
                 let (data, groups) = self.provision(auth, &peers, previous_spa.as_deref()).await?;
                 self.status.status.auth_config_hash = Some(hash);
                 self.status.status.keycloak_groups = groups;
@@ -305,6 +310,29 @@ impl Pass<'_> {
         }
         self.status.status.auth_config_hash = None;
         self.status.status.keycloak_groups.clear();
+        Ok(())
+    }
+
+    /// Before the first Keycloak write for an app whose stored status records no clients, stores
+    /// [`PROVISIONING_MARKER`] as its `authConfigHash`. Clients are recorded only by the status written at the end
+    /// of the pass; a crash or a failed status write in between used to leave clients nobody remembered, which
+    /// turning auth off or deleting the app then skipped (the chaos run found such orphans). One status write, on
+    /// first provisioning only.
+    async fn record_provisioning_intent(&mut self) -> Result<(), NebariAppError> {
+        let stored = self.app.status.as_ref().and_then(|s| s.auth_config_hash.as_deref());
+        if stored.is_some() {
+            return Ok(());
+        }
+        let api: Api<NebariApp> = Api::namespaced(self.ctx.client.clone(), &self.names.namespace);
+        let patch = json!({"status": {"authConfigHash": PROVISIONING_MARKER}});
+        let params = PatchParams {
+            field_manager: Some(self.ctx.field_manager.clone()),
+            ..PatchParams::default()
+        };
+        api.patch_status(&self.app.name_any(), &params, &Patch::Merge(&patch))
+            .await
+            .map_err(kube_error("recording that Keycloak clients are being provisioned"))?;
+        self.status.status.auth_config_hash = Some(PROVISIONING_MARKER.to_string());
         Ok(())
     }
 

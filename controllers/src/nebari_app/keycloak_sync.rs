@@ -155,7 +155,14 @@ pub async fn token_exchange_peers(
                 .as_ref()
                 .is_some_and(|a| a.enabled && a.provider == AuthProvider::Keycloak && a.provision_client)
         })
-        .filter(|other| other.status.as_ref().is_some_and(|s| s.auth_config_hash.is_some()))
+        // Only apps whose clients are provisioned: one still provisioning becomes a peer when it records them.
+        .filter(|other| {
+            other.status.as_ref().is_some_and(|s| {
+                s.auth_config_hash
+                    .as_deref()
+                    .is_some_and(|h| h != super::auth::PROVISIONING_MARKER)
+            })
+        })
         .map(|other| AppNames::new(&other.namespace().unwrap_or_default(), &other.name_any()).keycloak_client())
         .collect();
     peers.sort();
