@@ -39,6 +39,8 @@ mod typed;
 mod updater;
 
 #[cfg(test)]
+mod properties;
+#[cfg(test)]
 mod tests;
 
 use serde_json::Value;
