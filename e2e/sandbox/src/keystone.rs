@@ -8,8 +8,9 @@ use kube::Client;
 use tokio::process::Command;
 
 use super::SandboxError;
+use e2e::keystone::fault_proxy::FaultProxy;
 use e2e::keystone::install::{Installation, repo_root};
-use e2e::keystone::sample::prepare_for_sample;
+use e2e::keystone::sample::{names, prepare_for_sample, publish_keystone_api};
 use e2e::keystone::server::{KeystoneServer, ServerOptions};
 
 /// The sandbox's Keystone (stopped when dropped).
@@ -60,6 +61,30 @@ impl KeystoneSandbox {
     /// Keystone's base URL.
     pub fn url(&self) -> &str {
         self.server.url()
+    }
+
+    /// The Keystone server.
+    pub fn server(&self) -> &KeystoneServer {
+        &self.server
+    }
+
+    /// Starts a [`FaultProxy`] in front of Keystone and points the sample's KeystoneAPI at it, so the manager
+    /// reaches Keystone only through the proxy.
+    pub async fn put_behind_fault_proxy(&self, client: &Client) -> Result<FaultProxy, SandboxError> {
+        let proxy = FaultProxy::start(self.server.url())
+            .await
+            .map_err(|e| SandboxError::start("Keystone fault proxy", e))?;
+        publish_keystone_api(
+            client,
+            names::NAMESPACE,
+            names::KEYSTONE_API,
+            &proxy.url(),
+            true,
+            "Setup complete",
+        )
+        .await
+        .map_err(|e| SandboxError::start("Keystone fault proxy", e))?;
+        Ok(proxy)
     }
 
     /// Stops Keystone.

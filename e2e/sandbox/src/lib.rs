@@ -5,7 +5,9 @@
 //! Keystone, credentials Secrets), plays cert-manager and Envoy Gateway, starts the real `manager` binary, and
 //! applies `manifests/samples`. Everything stops on Ctrl-C.
 
+pub mod chaos;
 pub mod keystone;
+pub mod kinds;
 pub mod manager;
 pub mod surroundings;
 
@@ -20,6 +22,7 @@ use e2e::fixtures::envoy_gateway::EnvoyGateway;
 use e2e::fixtures::{standins, third_party_crds};
 use e2e::harness::Kubectl;
 use e2e::harness::cluster::client_for;
+use e2e::keystone::fault_proxy::FaultProxy;
 use kube_emulator::{ApiServer, ServerConfig, ServerHandle};
 use manager::ManagerChild;
 
@@ -34,6 +37,24 @@ pub struct SandboxOptions {
     pub work_dir: PathBuf,
     /// The repository root (for `manifests/samples`).
     pub repo_root: PathBuf,
+    /// Put Keystone behind a [`FaultProxy`] (the manager reaches Keystone only through it), for the chaos run.
+    pub keystone_fault_proxy: bool,
+    /// Extra manager flags (after the sandbox's own, so they win).
+    pub manager_args: Vec<String>,
+}
+
+impl SandboxOptions {
+    /// Options for a sandbox under `work_dir`, its kubeconfig there too, the API emulator on a free port.
+    pub fn in_dir(work_dir: &Path, repo_root: &Path) -> Self {
+        Self {
+            kubeconfig: work_dir.join("kubeconfig"),
+            api_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            work_dir: work_dir.to_path_buf(),
+            repo_root: repo_root.to_path_buf(),
+            keystone_fault_proxy: false,
+            manager_args: Vec::new(),
+        }
+    }
 }
 
 /// Why the sandbox could not start.
@@ -68,6 +89,7 @@ pub struct Sandbox {
     envoy_gateway: EnvoyGateway,
     nebari: surroundings::nebari::NebariSandbox,
     keystone: keystone::KeystoneSandbox,
+    keystone_proxy: Option<FaultProxy>,
     rancher: surroundings::rancher::ProjectSandbox,
     kubeconfig: PathBuf,
     manager_log: PathBuf,
@@ -94,6 +116,10 @@ impl Sandbox {
             .await
             .map_err(|e| SandboxError::start("NebariApp surroundings", e))?;
         let keystone = keystone::prepare(&client, &options.work_dir).await?;
+        let keystone_proxy = match options.keystone_fault_proxy {
+            false => None,
+            true => Some(keystone.put_behind_fault_proxy(&client).await?),
+        };
         let rancher =
             surroundings::rancher::sandbox_prepare(&client, surroundings::rancher::ProjectSandboxOptions::default())
                 .await
@@ -119,6 +145,7 @@ impl Sandbox {
         let mut args = Vec::new();
         args.extend(nebari.manager_args());
         args.extend(rancher.manager_args());
+        args.extend(options.manager_args.iter().cloned());
         let manager = ManagerChild::start(&manager_kubeconfig, &identity.namespace, &manager_log, &args)
             .await
             .map_err(|e| SandboxError::start("manager", e))?;
@@ -136,6 +163,7 @@ impl Sandbox {
             envoy_gateway,
             nebari,
             keystone,
+            keystone_proxy,
             rancher,
             kubeconfig: options.kubeconfig,
             manager_log,
@@ -181,6 +209,40 @@ impl Sandbox {
     /// Where the manager serves its metrics.
     pub fn manager_metrics_url(&self) -> &str {
         self.manager.metrics_url()
+    }
+
+    /// Kills the manager with SIGKILL and starts it again (same flags, same log), as a crash and a restart by
+    /// the kubelet would.
+    pub async fn crash_and_restart_manager(&mut self) -> Result<(), SandboxError> {
+        self.manager
+            .crash_and_restart()
+            .await
+            .map_err(|e| SandboxError::start("manager restart", e))
+    }
+
+    /// How many manager processes were started (one more than the crashes).
+    pub fn manager_starts(&self) -> u32 {
+        self.manager.starts()
+    }
+
+    /// The NebariApp controller's Keycloak (realm [`surroundings::nebari::REALM`]).
+    pub fn nebari_keycloak(&self) -> &keycloak_emulator::EmulatorHandle {
+        self.nebari.keycloak()
+    }
+
+    /// The Rancher emulator and the ManagedRancherProject controller's Keycloak.
+    pub fn rancher(&self) -> &surroundings::rancher::ProjectSandbox {
+        &self.rancher
+    }
+
+    /// The real Keystone.
+    pub fn keystone_server(&self) -> &e2e::keystone::server::KeystoneServer {
+        self.keystone.server()
+    }
+
+    /// The fault proxy in front of Keystone, when asked for.
+    pub fn keystone_proxy(&self) -> Option<&FaultProxy> {
+        self.keystone_proxy.as_ref()
     }
 
     /// The requests the API server refused the manager so far (`METHOD path: message`): the shipped RBAC is

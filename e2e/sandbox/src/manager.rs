@@ -6,12 +6,21 @@ use std::time::Duration;
 
 use tokio::process::{Child, Command};
 
-use e2e::harness::{Deadline, wait_until};
-
-/// A running manager process.
+/// A running manager process, and how to start it again.
 pub struct ManagerChild {
     child: Child,
     metrics_url: String,
+    launch: Launch,
+    starts: u32,
+}
+
+/// What the manager is started with (kept to restart it the same way).
+struct Launch {
+    binary: PathBuf,
+    kubeconfig: PathBuf,
+    pod_namespace: String,
+    log: PathBuf,
+    args: Vec<String>,
 }
 
 /// The manager binary: beside this executable, built first with the `cargo` that runs us (when there is one)
@@ -70,50 +79,39 @@ fn terminate_with_parent(command: &mut Command) {
 
 impl ManagerChild {
     /// Starts the manager against `kubeconfig` (in `pod_namespace`, where its Lease would live) with extra
-    /// `args` and waits for `/readyz`.
+    /// `args` and waits for `/readyz`. The log starts empty.
     pub async fn start(kubeconfig: &Path, pod_namespace: &str, log: &Path, args: &[String]) -> Result<Self, String> {
-        let binary = manager_binary().await?;
-        let (metrics, health) = (free_port()?, free_port()?);
-        let out = std::fs::File::create(log).map_err(|e| e.to_string())?;
-        let err = out.try_clone().map_err(|e| e.to_string())?;
-        let mut command = Command::new(binary);
-        command
-            .arg(format!("--metrics-bind-address=127.0.0.1:{metrics}"))
-            .arg(format!("--health-probe-bind-address=127.0.0.1:{health}"))
-            .arg("--log-format=text")
-            .args(args)
-            .env("KUBECONFIG", kubeconfig)
-            .env("POD_NAMESPACE", pod_namespace)
-            .stdout(Stdio::from(out))
-            .stderr(Stdio::from(err))
-            .kill_on_drop(true);
-        terminate_with_parent(&mut command);
-        let child = command.spawn().map_err(|e| format!("cannot start the manager: {e}"))?;
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(2))
-            .build()
-            .map_err(|e| e.to_string())?;
-        let url = format!("http://127.0.0.1:{health}/readyz");
-        wait_until("the manager to become ready", Deadline::secs(120), || {
-            let http = http.clone();
-            let url = url.clone();
-            async move {
-                match http.get(&url).send().await {
-                    Ok(r) if r.status().is_success() => Ok(Some(())),
-                    Ok(r) => Err(format!("/readyz answered {}", r.status())),
-                    Err(_) => Err("not listening yet".into()),
-                }
-            }
-        })
-        .await;
-        println!(
-            "manager: metrics on http://127.0.0.1:{metrics}/metrics, log in {}",
-            log.display()
-        );
+        let launch = Launch {
+            binary: manager_binary().await?,
+            kubeconfig: kubeconfig.to_path_buf(),
+            pod_namespace: pod_namespace.to_string(),
+            log: log.to_path_buf(),
+            args: args.to_vec(),
+        };
+        std::fs::File::create(log).map_err(|e| e.to_string())?;
+        let (child, metrics_url) = launch.spawn().await?;
         Ok(Self {
             child,
-            metrics_url: format!("http://127.0.0.1:{metrics}/metrics"),
+            metrics_url,
+            launch,
+            starts: 1,
         })
+    }
+
+    /// Kills the manager with SIGKILL (no cleanup, no lease release: a crash) and starts it again the same way,
+    /// appending to the same log; returns once the new process is ready.
+    pub async fn crash_and_restart(&mut self) -> Result<(), String> {
+        let _ = self.child.kill().await;
+        let (child, metrics_url) = self.launch.spawn().await?;
+        self.child = child;
+        self.metrics_url = metrics_url;
+        self.starts += 1;
+        Ok(())
+    }
+
+    /// How many times a manager process was started.
+    pub fn starts(&self) -> u32 {
+        self.starts
     }
 
     /// Where the manager serves its metrics.
@@ -132,5 +130,75 @@ impl ManagerChild {
         {
             let _ = self.child.kill().await;
         }
+    }
+}
+
+impl Launch {
+    /// Starts a manager process, its output appended to the log, and waits for `/readyz`. A process that exits
+    /// before it is ready (say, the API failed it at start-up) is started again after a second, as the kubelet
+    /// would restart it, until two minutes have passed.
+    async fn spawn(&self) -> Result<(Child, String), String> {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(2))
+            .build()
+            .map_err(|e| e.to_string())?;
+        loop {
+            let (metrics, health) = (free_port()?, free_port()?);
+            let mut child = self.command(metrics, health)?;
+            let url = format!("http://127.0.0.1:{health}/readyz");
+            loop {
+                if child.try_wait().map_err(|e| e.to_string())?.is_some() {
+                    break;
+                }
+                if http.get(&url).send().await.is_ok_and(|r| r.status().is_success()) {
+                    println!(
+                        "manager: metrics on http://127.0.0.1:{metrics}/metrics, log in {}",
+                        self.log.display()
+                    );
+                    return Ok((child, format!("http://127.0.0.1:{metrics}/metrics")));
+                }
+                if tokio::time::Instant::now() > deadline {
+                    let _ = child.kill().await;
+                    return Err(format!(
+                        "the manager did not become ready within two minutes; see {}",
+                        self.log.display()
+                    ));
+                }
+                // Poll interval of a wait with a deadline.
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            if tokio::time::Instant::now() > deadline {
+                return Err(format!(
+                    "the manager kept exiting before it was ready; see {}",
+                    self.log.display()
+                ));
+            }
+            // The kubelet's pause before a restart.
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    }
+
+    /// Spawns one manager process with the given metrics and health ports.
+    fn command(&self, metrics: u16, health: u16) -> Result<Child, String> {
+        let out = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .map_err(|e| e.to_string())?;
+        let err = out.try_clone().map_err(|e| e.to_string())?;
+        let mut command = Command::new(&self.binary);
+        command
+            .arg(format!("--metrics-bind-address=127.0.0.1:{metrics}"))
+            .arg(format!("--health-probe-bind-address=127.0.0.1:{health}"))
+            .arg("--log-format=text")
+            .args(&self.args)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env("POD_NAMESPACE", &self.pod_namespace)
+            .stdout(Stdio::from(out))
+            .stderr(Stdio::from(err))
+            .kill_on_drop(true);
+        terminate_with_parent(&mut command);
+        command.spawn().map_err(|e| format!("cannot start the manager: {e}"))
     }
 }

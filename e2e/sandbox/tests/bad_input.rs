@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use e2e::harness::{Deadline, Kubectl, metrics, wait_until};
+use sandbox::kinds::{Kind, app_spec, credential_spec, inventory_spec, merged, project_spec};
 use sandbox::{Sandbox, SandboxOptions};
 use serde_json::{Value, json};
 
@@ -28,84 +29,8 @@ struct Case {
     expect: Expect,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Kind {
-    NebariApp,
-    Credential,
-    Project,
-    Inventory,
-}
-
-impl Kind {
-    fn api_version(self) -> &'static str {
-        match self {
-            Kind::NebariApp => "reconcilers.nebari.dev/v1",
-            Kind::Credential => "keystone.openstack.org/v1beta1",
-            Kind::Project | Kind::Inventory => "waldur.io/v1alpha1",
-        }
-    }
-
-    fn kind(self) -> &'static str {
-        match self {
-            Kind::NebariApp => "NebariApp",
-            Kind::Credential => "KeystoneApplicationCredential",
-            Kind::Project => "ManagedRancherProject",
-            Kind::Inventory => "RancherProjectInventory",
-        }
-    }
-
-    /// The namespace of the kind's samples, where the sandbox prepared what it needs.
-    fn namespace(self) -> &'static str {
-        match self {
-            Kind::NebariApp => "default",
-            Kind::Credential => "openstack",
-            Kind::Project | Kind::Inventory => "waldur-system",
-        }
-    }
-
-    fn resource(self) -> &'static str {
-        match self {
-            Kind::NebariApp => "nebariapps",
-            Kind::Credential => "keystoneapplicationcredentials",
-            Kind::Project => "managedrancherprojects",
-            Kind::Inventory => "rancherprojectinventories",
-        }
-    }
-
-    /// The controller name in metrics.
-    fn controller(self) -> &'static str {
-        match self {
-            Kind::NebariApp => "nebariapp",
-            Kind::Credential => "keystoneapplicationcredential",
-            Kind::Project => "managedrancherproject",
-            Kind::Inventory => "rancherprojectinventory",
-        }
-    }
-}
-
-/// `base` with `patch` merged in (objects recursively; `null` removes a key).
-fn merged(mut base: Value, patch: Value) -> Value {
-    fn merge(target: &mut Value, patch: Value) {
-        match (target, patch) {
-            (Value::Object(target), Value::Object(patch)) => {
-                for (key, value) in patch {
-                    if value.is_null() {
-                        target.remove(&key);
-                    } else {
-                        merge(target.entry(key).or_insert(Value::Null), value);
-                    }
-                }
-            }
-            (target, patch) => *target = patch,
-        }
-    }
-    merge(&mut base, patch);
-    base
-}
-
 fn app(what: &'static str, name: &str, patch: Value, expect: Expect) -> Case {
-    let base = json!({"hostname": format!("{}.nebari.local", name.replace('.', "-")),
-                      "service": {"name": "sample-app-service", "port": 8080}});
+    let base = app_spec(name);
     Case {
         what,
         kind: Kind::NebariApp,
@@ -116,8 +41,7 @@ fn app(what: &'static str, name: &str, patch: Value, expect: Expect) -> Case {
 }
 
 fn credential(what: &'static str, name: &str, patch: Value, expect: Expect) -> Case {
-    let base = json!({"userName": "barbican", "secret": "osp-secret", "passwordSelector": "BarbicanPassword",
-                      "roles": ["service"], "expirationDays": 365, "gracePeriodDays": 182});
+    let base = credential_spec();
     Case {
         what,
         kind: Kind::Credential,
@@ -128,10 +52,7 @@ fn credential(what: &'static str, name: &str, patch: Value, expect: Expect) -> C
 }
 
 fn project(what: &'static str, name: &str, patch: Value, expect: Expect) -> Case {
-    let base = json!({"clusterId": "c-m-glwxdksp", "projectName": format!("Catalog {name}"),
-                      "keycloak": {"enabled": true, "parentGroupName": "c_c-m-glwxdksp", "roleBindings": [
-                          {"groupName": format!("catalog_{}", name.replace('-', "_")), "rancherRole": "project-member",
-                           "members": [{"userIdentifier": "alice"}]}]}});
+    let base = project_spec(name, &format!("catalog_{}", name.replace('-', "_")));
     Case {
         what,
         kind: Kind::Project,
@@ -142,7 +63,7 @@ fn project(what: &'static str, name: &str, patch: Value, expect: Expect) -> Case
 }
 
 fn inventory(what: &'static str, name: &str, patch: Value, expect: Expect) -> Case {
-    let base = json!({"clusterId": "c-m-glwxdksp", "scanIntervalSeconds": 300});
+    let base = inventory_spec();
     Case {
         what,
         kind: Kind::Inventory,
@@ -243,12 +164,7 @@ fn catalog() -> Vec<Case> {
 
 /// Applies one case with kubectl; returns what happened, or why it is not what the catalog expects.
 async fn apply(kubectl: &Kubectl, dir: &std::path::Path, case: &Case) -> Result<(), String> {
-    let document = json!({
-        "apiVersion": case.kind.api_version(),
-        "kind": case.kind.kind(),
-        "metadata": {"name": case.name, "namespace": case.kind.namespace()},
-        "spec": case.spec,
-    });
+    let document = case.kind.object(&case.name, case.spec.clone());
     let path = dir.join("case.json");
     std::fs::write(&path, document.to_string()).map_err(|e| e.to_string())?;
     let out = kubectl.run(&["apply", "-f", &path.to_string_lossy()]).await;
@@ -307,14 +223,10 @@ async fn apply(kubectl: &Kubectl, dir: &std::path::Path, case: &Case) -> Result<
 #[tokio::test]
 async fn every_bad_input_is_refused_or_answered_with_a_condition_and_nothing_loops_or_leaks() {
     let dir = tempfile::tempdir().expect("scratch directory");
-    let sandbox = Sandbox::start(SandboxOptions {
-        kubeconfig: dir.path().join("kubeconfig"),
-        api_listen: "127.0.0.1:0".parse().expect("address"),
-        work_dir: dir.path().join("work"),
-        repo_root: std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.."),
-    })
-    .await
-    .expect("start the sandbox");
+    let repo_root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let sandbox = Sandbox::start(SandboxOptions::in_dir(&dir.path().join("work"), &repo_root))
+        .await
+        .expect("start the sandbox");
     let home = dir.path().join("home");
     std::fs::create_dir_all(&home).expect("kubectl home");
     let kubectl = Kubectl::new(sandbox.kubeconfig(), &home);

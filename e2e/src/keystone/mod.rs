@@ -7,9 +7,11 @@
 //! - [`admin`]: what an administrator does (users, roles, projects) and what tests check (count a user's
 //!   application credentials, log in with one);
 //! - [`proxy`]: a breakable TCP proxy to simulate Keystone outages and lost answers;
+//! - [`fault_proxy`]: an HTTP proxy failing a seeded share of requests (the chaos run's Keystone faults);
 //! - [`sample`]: preparing Keystone and the cluster so `manifests/samples`' `ac-barbican` becomes Ready.
 
 pub mod admin;
+pub mod fault_proxy;
 pub mod install;
 pub mod proxy;
 pub mod sample;

@@ -72,6 +72,8 @@ async fn main() -> ExitCode {
         api_listen: args.listen,
         work_dir: std::path::absolute(&args.work_dir).unwrap_or(args.work_dir.clone()),
         repo_root: repo_root(),
+        keystone_fault_proxy: false,
+        manager_args: Vec::new(),
     };
     println!("starting the sandbox (first run installs Keystone, which takes a minute)...");
     let sandbox = match Sandbox::start(options).await {

@@ -1,0 +1,103 @@
+//! Turning the chaos run's faults on and off in every backend at once. Each backend fails about `percent` % of
+//! the operator's requests: half answered with a 5xx, a quarter cut or lost after the backend acted (the worst
+//! case for duplicates), a quarter delayed or dropped. Only the manager's own Kubernetes requests fail, so the
+//! stand-ins (cert-manager, Envoy Gateway) and the run's own writes go through.
+
+use std::time::Duration;
+
+use crate::Sandbox;
+use e2e::keystone::fault_proxy::FaultMix;
+
+/// The seeds of the rules, spread so no two rules draw alike.
+fn rule_seed(seed: u64, rule: u64) -> u64 {
+    seed.wrapping_mul(31)
+        .wrapping_add(rule.wrapping_mul(0x2545_F491_4F6C_DD1D))
+}
+
+/// Turns the faults on: `percent` % of the manager's requests to each backend fail, drawn from `seed`.
+pub fn turn_on(sandbox: &Sandbox, percent: u8, seed: u64) {
+    let half = percent / 2;
+    let quarter = percent / 4;
+    let user = sandbox.manager_user().to_string();
+    let kube = sandbox.api();
+    kube.inject_fault(kube_emulator::Fault {
+        user: Some(user.clone()),
+        error_status: Some(503),
+        chance: emulator_kit::chance::Chance::percent(half, rule_seed(seed, 1)),
+        ..Default::default()
+    });
+    kube.inject_fault(kube_emulator::Fault {
+        user: Some(user.clone()),
+        verbs: ["create", "update", "patch", "delete"].map(String::from).to_vec(),
+        error_status: Some(500),
+        after_handling: true,
+        chance: emulator_kit::chance::Chance::percent(quarter, rule_seed(seed, 2)),
+        ..Default::default()
+    });
+    kube.inject_fault(kube_emulator::Fault {
+        user: Some(user),
+        latency_ms: 1_500,
+        chance: emulator_kit::chance::Chance::percent(quarter, rule_seed(seed, 3)),
+        ..Default::default()
+    });
+
+    for (index, keycloak) in [sandbox.nebari_keycloak().hooks(), sandbox.rancher().keycloak.hooks()]
+        .into_iter()
+        .enumerate()
+    {
+        let base = 10 + 10 * index as u64;
+        keycloak.add_fault(
+            keycloak_emulator::Fault::everywhere()
+                .status(503)
+                .percent(half, rule_seed(seed, base)),
+        );
+        keycloak.add_fault(
+            keycloak_emulator::Fault::everywhere()
+                .drop_connection()
+                .percent(quarter, rule_seed(seed, base + 1)),
+        );
+        keycloak.add_fault(
+            keycloak_emulator::Fault::everywhere()
+                .latency(Duration::from_secs(2))
+                .percent(quarter, rule_seed(seed, base + 2)),
+        );
+    }
+
+    let rancher = &sandbox.rancher().rancher;
+    rancher.inject_fault(
+        rancher_emulator::Fault::on(None, None)
+            .status(503)
+            .percent(half, rule_seed(seed, 40)),
+    );
+    rancher.inject_fault(
+        rancher_emulator::Fault::on(None, None)
+            .drop_connection()
+            .percent(quarter, rule_seed(seed, 41)),
+    );
+    rancher.inject_fault(
+        rancher_emulator::Fault::on(None, None)
+            .status(500)
+            .after_handling()
+            .percent(quarter, rule_seed(seed, 42)),
+    );
+
+    if let Some(proxy) = sandbox.keystone_proxy() {
+        proxy.set_faults(Some(FaultMix {
+            error_percent: half,
+            reset_percent: quarter,
+            lost_answer_percent: quarter,
+            seed: rule_seed(seed, 50),
+        }));
+    }
+}
+
+/// Turns every fault off.
+pub fn turn_off(sandbox: &Sandbox) {
+    sandbox.api().hooks().clear_faults();
+    sandbox.nebari_keycloak().hooks().clear_faults();
+    sandbox.rancher().keycloak.hooks().clear_faults();
+    sandbox.rancher().rancher.clear_faults();
+    if let Some(proxy) = sandbox.keystone_proxy() {
+        proxy.set_faults(None);
+    }
+}
