@@ -29,48 +29,32 @@ struct Case {
     expect: Expect,
 }
 
-fn app(what: &'static str, name: &str, patch: Value, expect: Expect) -> Case {
-    let base = app_spec(name);
+/// A case of `kind` named `name`: `base` with `patch` merged in.
+fn case(what: &'static str, kind: Kind, name: &str, base: Value, patch: Value, expect: Expect) -> Case {
     Case {
         what,
-        kind: Kind::NebariApp,
+        kind,
         name: name.to_string(),
         spec: merged(base, patch),
         expect,
     }
+}
+
+fn app(what: &'static str, name: &str, patch: Value, expect: Expect) -> Case {
+    case(what, Kind::NebariApp, name, app_spec(name), patch, expect)
 }
 
 fn credential(what: &'static str, name: &str, patch: Value, expect: Expect) -> Case {
-    let base = credential_spec();
-    Case {
-        what,
-        kind: Kind::Credential,
-        name: name.to_string(),
-        spec: merged(base, patch),
-        expect,
-    }
+    case(what, Kind::Credential, name, credential_spec(), patch, expect)
 }
 
 fn project(what: &'static str, name: &str, patch: Value, expect: Expect) -> Case {
-    let base = project_spec(name, &format!("catalog_{}", name.replace('-', "_")));
-    Case {
-        what,
-        kind: Kind::Project,
-        name: name.to_string(),
-        spec: merged(base, patch),
-        expect,
-    }
+    let group = format!("catalog_{}", name.replace('-', "_"));
+    case(what, Kind::Project, name, project_spec(name, &group), patch, expect)
 }
 
 fn inventory(what: &'static str, name: &str, patch: Value, expect: Expect) -> Case {
-    let base = inventory_spec();
-    Case {
-        what,
-        kind: Kind::Inventory,
-        name: name.to_string(),
-        spec: merged(base, patch),
-        expect,
-    }
+    case(what, Kind::Inventory, name, inventory_spec(), patch, expect)
 }
 
 use Expect::{Condition, Refused};

@@ -422,14 +422,7 @@ pub async fn run(options: ChaosOptions) -> Result<Report, ChaosError> {
 
     let converged = Snapshot::take(&sandbox).await.map_err(ChaosError::Audit)?;
     checks.extend(converged_checks(&plan, &before, &converged));
-    let secrets_then = sandbox
-        .api()
-        .all_objects()
-        .into_iter()
-        .filter(|(gr, _)| gr.group.is_empty() && gr.resource == "secrets")
-        .map(|(_, o)| o)
-        .collect::<Vec<_>>();
-    let mut secret_values = secret_hygiene::secret_values(secrets_then.iter().map(|o| o.as_ref()));
+    let mut secret_values = stored_secret_values(&sandbox);
     let mut places = emitted(&sandbox).await;
 
     // Delete everything the run made; nothing may be left behind.
@@ -463,14 +456,7 @@ pub async fn run(options: ChaosOptions) -> Result<Report, ChaosError> {
         .map(|l| l.chars().take(200).collect())
         .collect();
     checks.push(check("no panic in the manager", panics, "0".into()));
-    let secrets_now = sandbox
-        .api()
-        .all_objects()
-        .into_iter()
-        .filter(|(gr, _)| gr.group.is_empty() && gr.resource == "secrets")
-        .map(|(_, o)| o)
-        .collect::<Vec<_>>();
-    secret_values.extend(secret_hygiene::secret_values(secrets_now.iter().map(|o| o.as_ref())));
+    secret_values.extend(stored_secret_values(&sandbox));
     places.extend(emitted(&sandbox).await);
     let leaks = secret_hygiene::leaks(&secret_values, &places);
     checks.push(check(
@@ -508,6 +494,18 @@ pub async fn run(options: ChaosOptions) -> Result<Report, ChaosError> {
         keystone_credentials_left: credentials_left.len(),
         checks,
     })
+}
+
+/// Every secret value the cluster's Secrets hold now (see [`secret_hygiene::secret_values`]).
+fn stored_secret_values(sandbox: &Sandbox) -> std::collections::BTreeSet<String> {
+    let secrets: Vec<_> = sandbox
+        .api()
+        .all_objects()
+        .into_iter()
+        .filter(|(gr, _)| gr.group.is_empty() && gr.resource == "secrets")
+        .map(|(_, object)| object)
+        .collect();
+    secret_hygiene::secret_values(secrets.iter().map(|o| o.as_ref()))
 }
 
 /// The places the operator writes to: its log, every Event, every object but Secrets, its metrics.
