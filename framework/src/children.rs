@@ -361,7 +361,9 @@ impl ChildSet {
     }
 
     /// Deletes children of kind `T` in `namespace` (or all namespaces when `None`) that belong to this owner but
-    /// were not applied in this pass. Returns the names deleted.
+    /// were not applied in this pass. Returns the names deleted. Lists by metadata only (pruning needs no content,
+    /// and a Secret's data then never reaches the manager through it); each delete is guarded by the uid listed,
+    /// so an object replaced in between is left alone.
     async fn prune_kind<T>(&mut self, namespace: Option<&str>) -> Result<Vec<String>, ChildError>
     where
         T: Resource<DynamicType = (), Scope = NamespaceResourceScope> + Clone + DeserializeOwned + Debug,
@@ -373,7 +375,7 @@ impl ChildSet {
             LABEL_MANAGED_BY, self.labels[LABEL_MANAGED_BY], LABEL_INSTANCE, self.labels[LABEL_INSTANCE]
         );
         let existing = api
-            .list(&ListParams::default().labels(&selector))
+            .list_metadata(&ListParams::default().labels(&selector))
             .await
             .map_err(|source| ChildError::Api {
                 verb: "list",
@@ -396,9 +398,18 @@ impl ChildSet {
                 continue;
             }
             let item_api: Api<T> = api_in(&self.client, item.namespace().as_deref());
-            match item_api.delete(&key.name, &DeleteParams::background()).await {
+            let guarded = DeleteParams {
+                preconditions: item.uid().map(|uid| kube::api::Preconditions {
+                    uid: Some(uid),
+                    resource_version: None,
+                }),
+                ..DeleteParams::background()
+            };
+            match item_api.delete(&key.name, &guarded).await {
                 Ok(_) => {}
                 Err(kube::Error::Api(status)) if status.code == 404 => {}
+                // Replaced by a new object since the list: not the child this pass saw, so left alone.
+                Err(kube::Error::Api(status)) if status.code == 409 => continue,
                 Err(source) => {
                     return Err(ChildError::Api {
                         verb: "delete",
