@@ -109,16 +109,7 @@ pub struct FaultProxy {
 impl FaultProxy {
     /// Starts a proxy on a free port of 127.0.0.1 forwarding every request to `upstream_url`, failing none yet.
     pub async fn start(upstream_url: &str) -> Result<Self, FixtureError> {
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .map_err(|source| FixtureError::Io {
-                what: "binding the fault proxy".into(),
-                source,
-            })?;
-        let addr = listener.local_addr().map_err(|source| FixtureError::Io {
-            what: "fault proxy address".into(),
-            source,
-        })?;
+        let (listener, addr) = super::bind_loopback("fault proxy").await?;
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(Duration::from_secs(60))

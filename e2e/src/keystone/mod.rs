@@ -22,6 +22,17 @@ pub use admin::{KeystoneAdmin, ServiceAccount};
 pub use proxy::KeystoneProxy;
 pub use server::{KeystoneServer, ServerOptions, TlsServing};
 
+/// A listener on a free port of 127.0.0.1 for one of the proxies in front of Keystone, and its address.
+async fn bind_loopback(what: &str) -> Result<(tokio::net::TcpListener, std::net::SocketAddr), FixtureError> {
+    let io = |source| FixtureError::Io {
+        what: format!("binding the {what}"),
+        source,
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(io)?;
+    let addr = listener.local_addr().map_err(io)?;
+    Ok((listener, addr))
+}
+
 /// Why a Keystone fixture could not be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum FixtureError {

@@ -46,16 +46,7 @@ impl KeystoneProxy {
             .ok()
             .and_then(|addrs| addrs.into_iter().next())
             .ok_or_else(|| FixtureError::NotReady(format!("proxy upstream {upstream_url} has no address")))?;
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .map_err(|source| FixtureError::Io {
-                what: "binding the proxy".into(),
-                source,
-            })?;
-        let addr = listener.local_addr().map_err(|source| FixtureError::Io {
-            what: "proxy address".into(),
-            source,
-        })?;
+        let (listener, addr) = super::bind_loopback("proxy").await?;
         let state = Arc::new(State {
             upstream,
             down: AtomicBool::new(false),

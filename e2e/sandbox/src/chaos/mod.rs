@@ -246,62 +246,60 @@ fn is_ready(object: &DynamicObject) -> bool {
     ready && observed == generation
 }
 
-/// Waits until `planned` converged or `within` passed; returns the seconds taken, or what still waits.
-async fn converge(client: &Client, planned: &[&Planned], within: Duration) -> Result<f64, Vec<String>> {
+/// Polls `waiting` (what is not yet as it should be) until it is empty or `within` passed, reporting progress
+/// every 15 s; returns the seconds taken, or what still waits.
+async fn wait_for_none<F, Fut>(what: &str, within: Duration, mut waiting: F) -> Result<f64, Vec<String>>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Vec<String>>,
+{
     let start = Instant::now();
     let mut reported = 0;
     loop {
-        let waiting = not_converged(client, planned).await;
-        if waiting.is_empty() {
+        let left = waiting().await;
+        if left.is_empty() {
             return Ok(start.elapsed().as_secs_f64());
         }
         if start.elapsed() > within {
-            return Err(waiting);
+            return Err(left);
         }
         let seconds = start.elapsed().as_secs();
         if seconds / 15 != reported {
             reported = seconds / 15;
-            let shown: Vec<&String> = waiting.iter().take(8).collect();
-            println!(
-                "chaos: {seconds} s, {} objects still converging: {shown:?}",
-                waiting.len()
-            );
+            let shown: Vec<&String> = left.iter().take(8).collect();
+            println!("chaos: {seconds} s, {} {what}: {shown:?}", left.len());
         }
         // Poll interval of a wait with a deadline.
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }
 
+/// Waits until `planned` converged or `within` passed; returns the seconds taken, or what still waits.
+async fn converge(client: &Client, planned: &[&Planned], within: Duration) -> Result<f64, Vec<String>> {
+    wait_for_none("objects still converging", within, || not_converged(client, planned)).await
+}
+
 /// Every object of every kind in the sandbox already Ready (the samples), so the baseline is settled.
 async fn samples_settled(client: &Client, within: Duration) -> Result<(), ChaosError> {
-    let start = Instant::now();
-    loop {
+    let not_ready = || async {
         let mut waiting = Vec::new();
         for kind in [Kind::NebariApp, Kind::Project, Kind::Credential, Kind::Inventory] {
-            let list = api_for(client, kind)
-                .list(&Default::default())
-                .await
-                .map_err(|source| ChaosError::Kube {
-                    what: format!("listing {}", kind.kind()),
-                    source: Box::new(source),
-                })?;
-            waiting.extend(
-                list.items
-                    .iter()
-                    .filter(|o| !is_ready(o))
-                    .map(|o| o.metadata.name.clone().unwrap_or_default()),
-            );
+            match api_for(client, kind).list(&Default::default()).await {
+                Ok(list) => waiting.extend(
+                    list.items
+                        .iter()
+                        .filter(|o| !is_ready(o))
+                        .map(|o| format!("{} ({})", o.metadata.name.clone().unwrap_or_default(), readiness(o))),
+                ),
+                Err(error) => waiting.push(format!("listing {}: {error}", kind.kind())),
+            }
         }
-        if waiting.is_empty() {
-            return Ok(());
-        }
-        if start.elapsed() > within {
-            return Err(ChaosError::Audit(format!(
-                "the samples did not become Ready: {waiting:?}"
-            )));
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
+        waiting
+    };
+    wait_for_none("samples not yet Ready", within, not_ready)
+        .await
+        .map(|_| ())
+        .map_err(|waiting| ChaosError::Audit(format!("the samples did not become Ready: {waiting:?}")))
 }
 
 /// One step of the faulty phase's timeline.
