@@ -175,6 +175,10 @@ pub enum RunError<E: ReconcileError> {
     /// The reconcile panicked; the message is the panic payload.
     #[error("reconcile panicked: {0}")]
     Panicked(String),
+    /// The reconcile did not finish within the deadline: it was dropped at its pending step (as a crash there
+    /// would) and is retried with backoff, so one stuck call cannot hold a worker forever.
+    #[error("reconcile did not finish within {}s; abandoned, will retry", .0.as_secs())]
+    TimedOut(Duration),
 }
 
 impl<E: ReconcileError> RunError<E> {
@@ -182,7 +186,7 @@ impl<E: ReconcileError> RunError<E> {
     pub fn category(&self) -> ErrorCategory {
         match self {
             RunError::Reconcile(e) => e.category(),
-            RunError::Finalizer(_) => ErrorCategory::Transient,
+            RunError::Finalizer(_) | RunError::TimedOut(_) => ErrorCategory::Transient,
             RunError::Panicked(_) => ErrorCategory::Internal,
         }
     }
@@ -258,6 +262,8 @@ pub struct ControllerDefaults {
     pub field_manager_prefix: String,
     /// Retry delays after errors.
     pub backoff: BackoffPolicy,
+    /// The longest one reconcile may run before it is abandoned and retried.
+    pub reconcile_timeout: Duration,
 }
 
 impl Default for ControllerDefaults {
@@ -267,6 +273,7 @@ impl Default for ControllerDefaults {
             concurrency: 4,
             field_manager_prefix: "manager".into(),
             backoff: BackoffPolicy::default(),
+            reconcile_timeout: Duration::from_secs(300),
         }
     }
 }
@@ -296,6 +303,7 @@ struct State<R: Reconciler> {
     context: Context,
     finalizer: Option<FinalizerSpec>,
     backoff: BackoffPolicy,
+    reconcile_timeout: Duration,
     failures: Mutex<HashMap<ObjectRef<R::Resource>, FailureStreak>>,
     in_flight: Mutex<HashMap<u64, Instant>>,
     next_id: AtomicU64,
@@ -357,6 +365,7 @@ async fn run_scopes<R: Reconciler>(
             namespaces: WatchedNamespaces::new(defaults.namespaces.clone()),
         },
         backoff: defaults.backoff,
+        reconcile_timeout: defaults.reconcile_timeout,
         failures: Mutex::new(HashMap::new()),
         in_flight: Mutex::new(HashMap::new()),
         next_id: AtomicU64::new(0),
@@ -523,7 +532,7 @@ async fn reconcile<R: Reconciler>(obj: Arc<R::Resource>, state: Arc<State<R>>) -
     }
     state.context.metrics.reconcile_started();
     let (outcome, changes) = crate::changes::collect(
-        AssertUnwindSafe(run_phases(obj, &state))
+        AssertUnwindSafe(run_within_deadline(obj, &state))
             .catch_unwind()
             .instrument(span.clone()),
     )
@@ -567,6 +576,7 @@ async fn reconcile<R: Reconciler>(obj: Arc<R::Resource>, state: Arc<State<R>>) -
                 .reconcile_finished(ReconcileResult::Error, elapsed, category.is_terminal());
             summarize(&changes, elapsed, "error");
             match category {
+                _ if matches!(error, RunError::TimedOut(_)) => tracing::warn!(%error, "reconcile failed"),
                 ErrorCategory::Transient | ErrorCategory::Dependency => {
                     tracing::info!(category = category.as_str(), %error, "reconcile failed")
                 }
@@ -587,6 +597,16 @@ fn summarize(changes: &[String], elapsed: Duration, outcome: &str) {
     } else {
         tracing::info!(elapsed_ms, outcome, changes = %changes.join("; "), "reconciled: {} change(s)", changes.len());
     }
+}
+
+async fn run_within_deadline<R: Reconciler>(
+    obj: Arc<R::Resource>,
+    state: &State<R>,
+) -> Result<Outcome, RunError<R::Error>> {
+    let deadline = state.reconcile_timeout;
+    tokio::time::timeout(deadline, run_phases(obj, state))
+        .await
+        .unwrap_or(Err(RunError::TimedOut(deadline)))
 }
 
 async fn run_phases<R: Reconciler>(obj: Arc<R::Resource>, state: &State<R>) -> Result<Outcome, RunError<R::Error>> {

@@ -1,7 +1,8 @@
 //! What makes a controller reconcile an object: its own watch, its children (by controller ownerReference) and
 //! related objects (by a mapper). [`Triggers`] wraps kube-runtime's `Controller` builder so that every trigger is
 //! also reported to the controller's [`QueueProbe`] (the work-queue metrics); reconcilers declare their watches on
-//! it exactly as on the builder.
+//! it exactly as on the builder. Every watch retries a failed list or watch with kube-runtime's default backoff
+//! (a refused or failing API server is not hammered in a loop).
 
 use std::fmt::Debug;
 
@@ -32,7 +33,7 @@ where
     pub fn new(api: Api<K>, config: watcher::Config, probe: QueueProbe<K>) -> Self {
         let (store, writer) = reflector::store();
         let seen = probe.clone();
-        let own = reflector::reflector(writer, watcher(api, config))
+        let own = reflector::reflector(writer, watcher(api, config).default_backoff())
             .applied_objects()
             .inspect_ok(move |obj| seen.triggered(ObjectRef::from_obj(obj)));
         Self {
@@ -58,6 +59,7 @@ where
         // kube-runtime's own `owns` watches children this way (metadata only).
         #[allow(deprecated)]
         let children = metadata_watcher(api, config)
+            .default_backoff()
             .touched_objects()
             .inspect_ok(move |child| {
                 for owner in controller_owners::<K, _>(child) {
@@ -88,7 +90,8 @@ where
             }
             objects
         };
-        self.with_controller(|controller| controller.watches(api, config, mapper))
+        let others = watcher(api, config).default_backoff().touched_objects();
+        self.with_controller(|controller| controller.watches_stream(others, mapper))
     }
 
     /// Triggers every cached object each time `signal` yields (a change that concerns them all, e.g. the

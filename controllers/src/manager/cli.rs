@@ -113,6 +113,15 @@ pub struct RunArgs {
     #[arg(long, env = "MAX_CONCURRENT_RECONCILES", default_value_t = 4)]
     pub max_concurrent_reconciles: u16,
 
+    /// Seconds one reconcile may run before it is abandoned and retried with backoff (a stuck call never holds a
+    /// worker for good).
+    #[arg(long, env = "RECONCILE_TIMEOUT_SECONDS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
+    pub reconcile_timeout_seconds: u64,
+
+    /// Seconds a Kubernetes API request may wait for its answer (watch streams are not limited).
+    #[arg(long, env = "KUBE_REQUEST_TIMEOUT_SECONDS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    pub kube_request_timeout_seconds: u64,
+
     /// Log format: `json` for log collectors, `text` for people.
     #[arg(long, env = "LOG_FORMAT", value_enum, default_value = "json")]
     pub log_format: LogFormat,
@@ -720,6 +729,14 @@ impl Cli {
             concurrency: self.run.max_concurrent_reconciles,
             field_manager_prefix: FIELD_MANAGER_PREFIX.to_string(),
             backoff: framework::backoff::BackoffPolicy::default(),
+            reconcile_timeout: Duration::from_secs(self.run.reconcile_timeout_seconds),
+        }
+    }
+
+    /// How the manager's Kubernetes client behaves.
+    pub fn client_settings(&self) -> framework::kube_client::ClientSettings {
+        framework::kube_client::ClientSettings {
+            request_timeout: Duration::from_secs(self.run.kube_request_timeout_seconds),
         }
     }
 }

@@ -48,7 +48,7 @@ pub async fn run(cli: Cli) -> Result<(), ManagerError> {
     let entries = registry::select(&cli.run.controllers)?;
     let metrics = Metrics::new()?;
     let readiness = Readiness::default();
-    let client = framework::kube_client::instrumented_client(&metrics).await?;
+    let client = framework::kube_client::instrumented_client(&metrics, cli.client_settings()).await?;
     let admin_state = AdminState {
         metrics: metrics.clone(),
         readiness: readiness.clone(),
