@@ -117,6 +117,7 @@ pub struct FaultAction {
 /// The shared hook state.
 pub struct Hooks {
     counters: Mutex<BTreeMap<RequestKey, u64>>,
+    by_user: Mutex<BTreeMap<(String, RequestKey), u64>>,
     forms: Mutex<BTreeMap<(RequestKey, ResponseForm), u64>>,
     faults: Mutex<Vec<Fault>>,
     cut: broadcast::Sender<Option<GroupResource>>,
@@ -127,6 +128,7 @@ impl Default for Hooks {
         let (cut, _) = broadcast::channel(16);
         Hooks {
             counters: Mutex::default(),
+            by_user: Mutex::default(),
             forms: Mutex::default(),
             faults: Mutex::default(),
             cut,
@@ -144,6 +146,7 @@ impl Hooks {
     /// that matches and draws it.
     pub fn on_request(&self, key: &RequestKey, user: &str) -> FaultAction {
         *lock(&self.counters).entry(key.clone()).or_default() += 1;
+        *lock(&self.by_user).entry((user.to_string(), key.clone())).or_default() += 1;
         let mut faults = lock(&self.faults);
         let mut action = FaultAction::default();
         if let Some(index) = faults.iter_mut().position(|f| f.matches(key, user) && f.chance.draw()) {
@@ -197,9 +200,22 @@ impl Hooks {
             .collect()
     }
 
+    /// The counters of one user's requests (a benchmark counts the operator's alone).
+    pub fn counters_of(&self, user: &str) -> Vec<CounterRow> {
+        lock(&self.by_user)
+            .iter()
+            .filter(|((u, _), _)| u == user)
+            .map(|((_, key), count)| CounterRow {
+                key: key.clone(),
+                count: *count,
+            })
+            .collect()
+    }
+
     /// Resets the counters.
     pub fn reset_counters(&self) {
         lock(&self.counters).clear();
+        lock(&self.by_user).clear();
         lock(&self.forms).clear();
     }
 

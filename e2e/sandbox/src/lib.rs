@@ -5,6 +5,7 @@
 //! Keystone, credentials Secrets), plays cert-manager and Envoy Gateway, starts the real `manager` binary, and
 //! applies `manifests/samples`. Everything stops on Ctrl-C.
 
+pub mod bench;
 pub mod chaos;
 pub mod keystone;
 pub mod kinds;
@@ -41,6 +42,8 @@ pub struct SandboxOptions {
     pub keystone_fault_proxy: bool,
     /// Extra manager flags (after the sandbox's own, so they win).
     pub manager_args: Vec<String>,
+    /// Apply `manifests/samples` once the manager runs (a benchmark leaves them out to count only its own).
+    pub apply_samples: bool,
 }
 
 impl SandboxOptions {
@@ -53,6 +56,7 @@ impl SandboxOptions {
             repo_root: repo_root.to_path_buf(),
             keystone_fault_proxy: false,
             manager_args: Vec::new(),
+            apply_samples: true,
         }
     }
 }
@@ -149,11 +153,13 @@ impl Sandbox {
         let manager = ManagerChild::start(&manager_kubeconfig, &identity.namespace, &manager_log, &args)
             .await
             .map_err(|e| SandboxError::start("manager", e))?;
-        let samples = options.repo_root.join("manifests/samples");
-        let samples = samples.to_string_lossy();
-        let applied = kubectl.run(&["apply", "-k", &samples]).await;
-        if !applied.success {
-            return Err(SandboxError::start("samples", applied.stderr));
+        if options.apply_samples {
+            let samples = options.repo_root.join("manifests/samples");
+            let samples = samples.to_string_lossy();
+            let applied = kubectl.run(&["apply", "-k", &samples]).await;
+            if !applied.success {
+                return Err(SandboxError::start("samples", applied.stderr));
+            }
         }
         Ok(Self {
             api,
@@ -218,6 +224,11 @@ impl Sandbox {
             .crash_and_restart()
             .await
             .map_err(|e| SandboxError::start("manager restart", e))
+    }
+
+    /// The manager's process id (for its CPU and memory in `/proc`).
+    pub fn manager_pid(&self) -> Option<u32> {
+        self.manager.pid()
     }
 
     /// How many manager processes were started (one more than the crashes).

@@ -34,8 +34,14 @@ async fn manager_binary() -> Result<PathBuf, String> {
         .find(|p| p.exists())
         .unwrap_or_else(|| dir.join("manager"));
     if let Some(cargo) = std::env::var_os("CARGO") {
-        let status = Command::new(cargo)
-            .args(["build", "--quiet", "-p", "controllers", "--bin", "manager"])
+        // The profile we were built with (`target/release/...`): a release benchmark measures a release manager.
+        let release = dir.components().any(|c| c.as_os_str() == "release");
+        let mut build = Command::new(cargo);
+        build.args(["build", "--quiet", "-p", "controllers", "--bin", "manager"]);
+        if release {
+            build.arg("--release");
+        }
+        let status = build
             .status()
             .await
             .map_err(|e| format!("cannot run cargo to build the manager: {e}"))?;
@@ -107,6 +113,11 @@ impl ManagerChild {
         self.metrics_url = metrics_url;
         self.starts += 1;
         Ok(())
+    }
+
+    /// The running process's id.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
     }
 
     /// How many times a manager process was started.

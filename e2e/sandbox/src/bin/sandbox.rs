@@ -74,6 +74,7 @@ async fn main() -> ExitCode {
         repo_root: repo_root(),
         keystone_fault_proxy: false,
         manager_args: Vec::new(),
+        apply_samples: true,
     };
     println!("starting the sandbox (first run installs Keystone, which takes a minute)...");
     let sandbox = match Sandbox::start(options).await {
