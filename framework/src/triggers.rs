@@ -5,6 +5,7 @@
 //! (a refused or failing API server is not hammered in a loop).
 
 use std::fmt::Debug;
+use std::hash::{DefaultHasher, Hash, Hasher};
 
 use futures::{Stream, TryStreamExt};
 use kube::api::Api;
@@ -12,6 +13,7 @@ use kube::runtime::controller::Controller;
 #[allow(deprecated)]
 use kube::runtime::metadata_watcher;
 use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::utils::PredicateConfig;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
 use serde::de::DeserializeOwned;
@@ -29,12 +31,14 @@ impl<K> Triggers<K>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
-    /// Watches `api` (the controller's own kind) into a cache, triggering each object that changes.
+    /// Watches `api` (the controller's own kind) into a cache, triggering each object whose wanted state changed
+    /// (see [`wanted_state`]); every change still reaches the cache.
     pub fn new(api: Api<K>, config: watcher::Config, probe: QueueProbe<K>) -> Self {
         let (store, writer) = reflector::store();
         let seen = probe.clone();
         let own = reflector::reflector(writer, watcher(api, config).default_backoff())
             .applied_objects()
+            .predicate_filter(wanted_state::<K>, PredicateConfig::default())
             .inspect_ok(move |obj| seen.triggered(ObjectRef::from_obj(obj)));
         Self {
             controller: Controller::for_stream(own, store.clone()),
@@ -121,6 +125,21 @@ where
     }
 }
 
+/// What in one of the controller's own objects asks for a reconcile: its spec (the generation, which the API
+/// server also bumps when deletion is requested), a deletion, its labels and its annotations. Status,
+/// finalizers, managedFields and the resourceVersion are left out: they change with the operator's own status,
+/// finalizer and health writes, whose echoes would otherwise each start another full pass.
+fn wanted_state<K: Resource>(obj: &K) -> Option<u64> {
+    let meta = obj.meta();
+    let mut hasher = DefaultHasher::new();
+    meta.uid.hash(&mut hasher);
+    meta.generation.hash(&mut hasher);
+    meta.deletion_timestamp.is_some().hash(&mut hasher);
+    meta.labels.hash(&mut hasher);
+    meta.annotations.hash(&mut hasher);
+    Some(hasher.finish())
+}
+
 /// The owners of kind `K` that `child` names as its controller.
 fn controller_owners<K, Child>(child: &Child) -> Vec<ObjectRef<K>>
 where
@@ -146,6 +165,7 @@ where
 mod tests {
     use k8s_openapi::api::core::v1::{ConfigMap, Secret};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
     use super::*;
 
@@ -170,5 +190,33 @@ mod tests {
             controller_owners::<ConfigMap, _>(&child),
             vec![ObjectRef::new("owner").within("ns")]
         );
+    }
+
+    #[test]
+    fn only_spec_deletion_labels_and_annotations_ask_for_a_reconcile() {
+        let mut app = ConfigMap::default();
+        app.metadata.uid = Some("u1".into());
+        app.metadata.generation = Some(1);
+        let base = wanted_state(&app);
+        let mut echo = app.clone();
+        echo.metadata.resource_version = Some("42".into());
+        echo.metadata.finalizers = Some(vec!["reconcilers.nebari.dev/finalizer".into()]);
+        echo.data = Some([("status".to_string(), "written by us".to_string())].into());
+        assert_eq!(
+            wanted_state(&echo),
+            base,
+            "status, finalizers and resourceVersion are ignored"
+        );
+        let changes: [fn(&mut ConfigMap); 4] = [
+            |o| o.metadata.generation = Some(2),
+            |o| o.metadata.deletion_timestamp = Some(Time(jiff::Timestamp::UNIX_EPOCH)),
+            |o| o.metadata.labels = Some([("team".to_string(), "a".to_string())].into()),
+            |o| o.metadata.annotations = Some([("force".to_string(), "1".to_string())].into()),
+        ];
+        for change in changes {
+            let mut changed = app.clone();
+            change(&mut changed);
+            assert_ne!(wanted_state(&changed), base, "{changed:?}");
+        }
     }
 }
