@@ -95,6 +95,7 @@ pub fn run<R: framework::Reconciler>(cluster: &TestCluster, reconciler: Arc<R>, 
             concurrency: 2,
             field_manager_prefix: "framework-test".into(),
             backoff: BackoffPolicy::default(),
+            ..ControllerDefaults::default()
         },
     };
     let task = tokio::spawn(framework::runner::start(reconciler, &runtime));
