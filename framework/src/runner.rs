@@ -128,6 +128,11 @@ pub trait Reconciler: Send + Sync + 'static {
         None
     }
 
+    /// Whether a status change written by someone else asks for a reconcile (a status field users edit to ask for
+    /// something, as the rotation time of an application credential). Off by default: then the echoes of the
+    /// operator's own status writes start no reconcile (see `triggers`).
+    const STATUS_TRIGGERS: bool = false;
+
     /// The object's `Ready` condition, for the `platform_operator_objects` gauge (none: counted as unknown).
     fn ready_condition(_obj: &Self::Resource) -> Option<Condition> {
         None
@@ -388,7 +393,7 @@ async fn run_scope<R: Reconciler>(state: Arc<State<R>>, scope: Scope, runtime: R
     let name = state.reconciler.name();
     let concurrency = runtime.defaults.concurrency;
     let api: Api<R::Resource> = scope.api();
-    let triggers = Triggers::new(api, watcher::Config::default(), state.queue.clone());
+    let triggers = Triggers::new(api, watcher::Config::default(), state.queue.clone(), R::STATUS_TRIGGERS);
     let controller = state
         .reconciler
         .watches(triggers, &scope)

@@ -32,13 +32,18 @@ where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
     /// Watches `api` (the controller's own kind) into a cache, triggering each object whose wanted state changed
-    /// (see [`wanted_state`]); every change still reaches the cache.
-    pub fn new(api: Api<K>, config: watcher::Config, probe: QueueProbe<K>) -> Self {
+    /// (see [`wanted_state`]; with `status_triggers`, any change but the resourceVersion and managedFields); every
+    /// change still reaches the cache.
+    pub fn new(api: Api<K>, config: watcher::Config, probe: QueueProbe<K>, status_triggers: bool) -> Self {
         let (store, writer) = reflector::store();
         let seen = probe.clone();
+        let predicate = move |obj: &K| match status_triggers {
+            true => any_change(obj),
+            false => wanted_state(obj),
+        };
         let own = reflector::reflector(writer, watcher(api, config).default_backoff())
             .applied_objects()
-            .predicate_filter(wanted_state::<K>, PredicateConfig::default())
+            .predicate_filter(predicate, PredicateConfig::default())
             .inspect_ok(move |obj| seen.triggered(ObjectRef::from_obj(obj)));
         Self {
             controller: Controller::for_stream(own, store.clone()),
@@ -137,6 +142,14 @@ fn wanted_state<K: Resource>(obj: &K) -> Option<u64> {
     meta.deletion_timestamp.is_some().hash(&mut hasher);
     meta.labels.hash(&mut hasher);
     meta.annotations.hash(&mut hasher);
+    Some(hasher.finish())
+}
+
+/// Every change of the object: its resourceVersion, as before this filter existed.
+fn any_change<K: Resource>(obj: &K) -> Option<u64> {
+    let mut hasher = DefaultHasher::new();
+    obj.meta().uid.hash(&mut hasher);
+    obj.meta().resource_version.hash(&mut hasher);
     Some(hasher.finish())
 }
 

@@ -156,6 +156,9 @@ impl Reconciler for ApplicationCredentialController {
         })
     }
 
+    /// Editing `status.expiresAt` into the past asks for a rotation, as with keystone-operator.
+    const STATUS_TRIGGERS: bool = true;
+
     fn watches(&self, triggers: Triggers<Self::Resource>, scope: &Scope) -> Triggers<Self::Resource> {
         let store = triggers.store();
         // Secrets only trigger reconciles (which read the one they need): every Secret in scope is watched, as a
