@@ -182,6 +182,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn an_answer_in_time_passes_through() {
         let slow = tower::service_fn(|_request: http::Request<()>| async {
+            // The stand-in API's answer time (paused clock): what is tested, not a wait for a state.
             tokio::time::sleep(Duration::from_secs(59)).await;
             Ok::<_, BoxError>(http::Response::builder().status(201).body(()).expect("response"))
         });

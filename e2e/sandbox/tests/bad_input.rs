@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use e2e::harness::{Deadline, Kubectl, metrics, wait_until};
+use e2e::harness::{Deadline, Kubectl, metrics, try_wait_until, wait_until};
 use sandbox::kinds::{Kind, app_spec, credential_spec, inventory_spec, merged, project_spec};
 use sandbox::{Sandbox, SandboxOptions};
 use serde_json::{Value, json};
@@ -169,37 +169,26 @@ async fn apply(kubectl: &Kubectl, dir: &std::path::Path, case: &Case) -> Result<
         (Condition(type_, status, reason), true) => {
             let kind = case.kind;
             let name = case.name.clone();
-            // Polled within a deadline (what `wait_until` does, keeping the failure as a result to report).
-            let found = tokio::time::timeout(Duration::from_secs(20), async {
-                loop {
-                    let out = kubectl
-                        .run(&["get", kind.resource(), "-n", kind.namespace(), &name, "-o", "json"])
-                        .await;
-                    let object: Value = serde_json::from_str(&out.stdout).unwrap_or(Value::Null);
-                    let conditions = object["status"]["conditions"].as_array().cloned().unwrap_or_default();
-                    if conditions
-                        .iter()
-                        .any(|c| c["type"] == *type_ && c["status"] == *status && c["reason"] == *reason)
-                    {
-                        return Ok(());
-                    }
-                    tokio::time::sleep(Duration::from_millis(250)).await;
+            let deadline = Deadline {
+                timeout: Duration::from_secs(20),
+                poll: Duration::from_millis(250),
+            };
+            let what = format!("{type_}={status}/{reason}");
+            try_wait_until(&what, deadline, || async {
+                let out = kubectl
+                    .run(&["get", kind.resource(), "-n", kind.namespace(), &name, "-o", "json"])
+                    .await;
+                let object: Value = serde_json::from_str(&out.stdout).unwrap_or(Value::Null);
+                let conditions = object["status"]["conditions"].as_array().cloned().unwrap_or_default();
+                if conditions
+                    .iter()
+                    .any(|c| c["type"] == *type_ && c["status"] == *status && c["reason"] == *reason)
+                {
+                    return Ok(Some(()));
                 }
+                Err(format!("conditions: {}", object["status"]["conditions"]))
             })
-            .await;
-            match found {
-                Ok(result) => result,
-                Err(_) => {
-                    let out = kubectl
-                        .run(&["get", kind.resource(), "-n", kind.namespace(), &case.name, "-o", "json"])
-                        .await;
-                    let object: Value = serde_json::from_str(&out.stdout).unwrap_or(Value::Null);
-                    Err(format!(
-                        "no {type_}={status}/{reason} within 20 s; conditions: {}",
-                        object["status"]["conditions"]
-                    ))
-                }
-            }
+            .await
         }
     }
 }

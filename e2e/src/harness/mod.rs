@@ -20,4 +20,4 @@ pub use cluster::TestCluster;
 pub use install::{OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, OperatorIdentity};
 pub use kubectl::Kubectl;
 pub use manager::{Identity, Launcher, ManagerOptions, ManagerProcess, manager_binary, run_manager_command};
-pub use wait::{Deadline, wait_until};
+pub use wait::{Deadline, try_wait_until, wait_until};

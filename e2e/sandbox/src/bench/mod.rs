@@ -17,6 +17,8 @@ use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::{Value, json};
 
+use e2e::harness::{Deadline, try_wait_until};
+
 use crate::kinds::{self, Kind};
 use crate::{Sandbox, SandboxOptions};
 use report::{Report, Row};
@@ -125,16 +127,10 @@ pub enum BenchError {
         source: kube::Error,
     },
     /// Not every object became Ready in time.
-    #[error("{workload} at {objects}: only {ready} objects Ready after {waited:?}; the manager log is in {log}")]
+    #[error("{timed_out}; the manager log is in {log}")]
     NotConverged {
-        /// The workload.
-        workload: &'static str,
-        /// How many were created.
-        objects: usize,
-        /// How many were Ready.
-        ready: u64,
-        /// How long the run waited.
-        waited: Duration,
+        /// What was awaited, how long, and how many were Ready.
+        timed_out: String,
         /// Where the manager's log is.
         log: String,
     },
@@ -293,29 +289,28 @@ async fn run_one(options: &BenchOptions, workload: Workload, objects: usize) -> 
     let before = read(&sandbox, &http).await?;
     let started = Instant::now();
     create_all(&client, workload, objects, options.create_concurrency).await?;
-    let deadline = started + options.converge_within;
-    let after = loop {
-        let reading = read(&sandbox, &http).await?;
+    let deadline = Deadline {
+        timeout: options.converge_within,
+        poll: Duration::from_millis(500),
+    };
+    let what = format!("{objects} {} objects Ready", workload.name());
+    let after = try_wait_until(&what, deadline, || async {
+        let reading = read(&sandbox, &http).await.map_err(|e| e.to_string())?;
         let ready = sum(
             &reading.metrics,
             "platform_operator_objects",
             &[("controller", controller), ("ready", "true")],
         );
-        if ready >= objects as u64 {
-            break reading;
+        match ready >= objects as u64 {
+            true => Ok(Some(reading)),
+            false => Err(format!("{ready} Ready")),
         }
-        if Instant::now() > deadline {
-            return Err(BenchError::NotConverged {
-                workload: workload.name(),
-                objects,
-                ready,
-                waited: started.elapsed(),
-                log: sandbox.manager_log().display().to_string(),
-            });
-        }
-        // Poll interval of a wait with a deadline.
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    };
+    })
+    .await
+    .map_err(|timed_out| BenchError::NotConverged {
+        timed_out,
+        log: sandbox.manager_log().display().to_string(),
+    })?;
     let converge = started.elapsed();
     let requests = sandbox.api().hooks().counters_of(&user);
     let verb_count = |verbs: &[&str]| -> u64 {
