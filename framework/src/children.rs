@@ -26,6 +26,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::child_cache::{CachedChild, ChildCache};
 use crate::names;
 
 /// `app.kubernetes.io/managed-by`: which operator made the object.
@@ -122,6 +123,9 @@ pub struct ChildConfig {
     pub hash_annotation: String,
     /// Every kind of child, with where each lives: what [`ChildSet::prune`] covers.
     pub kinds: ChildKinds,
+    /// The children the controller's watches saw, when they record them: pruning then lists only what the
+    /// cache cannot answer yet.
+    pub cache: Option<ChildCache>,
 }
 
 /// Errors while applying or pruning children.
@@ -361,45 +365,30 @@ impl ChildSet {
     }
 
     /// Deletes children of kind `T` in `namespace` (or all namespaces when `None`) that belong to this owner but
-    /// were not applied in this pass. Returns the names deleted. Lists by metadata only (pruning needs no content,
-    /// and a Secret's data then never reaches the manager through it); each delete is guarded by the uid listed,
-    /// so an object replaced in between is left alone.
+    /// were not applied in this pass. Returns the names deleted. Each delete is guarded by the uid seen, so an
+    /// object replaced in between is left alone.
     async fn prune_kind<T>(&mut self, namespace: Option<&str>) -> Result<Vec<String>, ChildError>
     where
         T: Resource<DynamicType = (), Scope = NamespaceResourceScope> + Clone + DeserializeOwned + Debug,
     {
         let kind = T::kind(&()).to_string();
-        let api: Api<T> = api_in(&self.client, namespace);
-        let selector = format!(
-            "{}={},{}={}",
-            LABEL_MANAGED_BY, self.labels[LABEL_MANAGED_BY], LABEL_INSTANCE, self.labels[LABEL_INSTANCE]
-        );
-        let existing = api
-            .list_metadata(&ListParams::default().labels(&selector))
-            .await
-            .map_err(|source| ChildError::Api {
-                verb: "list",
-                kind: kind.clone(),
-                name: "*".into(),
-                source,
-            })?;
         let mut deleted = Vec::new();
-        for item in existing {
-            if !self.owns(&item) || item.meta().deletion_timestamp.is_some() {
+        for item in self.existing::<T>(namespace).await? {
+            if item.deleting {
                 continue;
             }
             let key = ChildKey {
                 api_version: T::api_version(&()).to_string(),
                 kind: kind.clone(),
-                namespace: item.namespace(),
-                name: item.name_any(),
+                namespace: item.namespace.clone(),
+                name: item.name.clone(),
             };
             if self.applied.contains(&key) {
                 continue;
             }
-            let item_api: Api<T> = api_in(&self.client, item.namespace().as_deref());
+            let item_api: Api<T> = api_in(&self.client, item.namespace.as_deref());
             let guarded = DeleteParams {
-                preconditions: item.uid().map(|uid| kube::api::Preconditions {
+                preconditions: item.uid.map(|uid| kube::api::Preconditions {
                     uid: Some(uid),
                     resource_version: None,
                 }),
@@ -408,7 +397,7 @@ impl ChildSet {
             match item_api.delete(&key.name, &guarded).await {
                 Ok(_) => {}
                 Err(kube::Error::Api(status)) if status.code == 404 => {}
-                // Replaced by a new object since the list: not the child this pass saw, so left alone.
+                // Replaced by a new object since it was seen: not the child this pass saw, so left alone.
                 Err(kube::Error::Api(status)) if status.code == 409 => continue,
                 Err(source) => {
                     return Err(ChildError::Api {
@@ -428,6 +417,47 @@ impl ChildSet {
             deleted.push(key.name);
         }
         Ok(deleted)
+    }
+
+    /// This owner's children of kind `T` in `namespace`: from the cache when it can answer, else listed by
+    /// label, metadata only (pruning needs no content, and a Secret's data then never reaches the manager).
+    async fn existing<T>(&self, namespace: Option<&str>) -> Result<Vec<CachedChild>, ChildError>
+    where
+        T: Resource<DynamicType = (), Scope = NamespaceResourceScope> + Clone + DeserializeOwned + Debug,
+    {
+        let instance = &self.labels[LABEL_INSTANCE];
+        let cached = self
+            .config
+            .cache
+            .as_ref()
+            .and_then(|cache| cache.owned::<T>(namespace, &self.owner_ref.uid, &self.owner_id, instance));
+        if let Some(children) = cached {
+            return Ok(children);
+        }
+        let api: Api<T> = api_in(&self.client, namespace);
+        let selector = format!(
+            "{}={},{}={}",
+            LABEL_MANAGED_BY, self.labels[LABEL_MANAGED_BY], LABEL_INSTANCE, instance
+        );
+        let listed = api
+            .list_metadata(&ListParams::default().labels(&selector))
+            .await
+            .map_err(|source| ChildError::Api {
+                verb: "list",
+                kind: T::kind(&()).to_string(),
+                name: "*".into(),
+                source,
+            })?;
+        Ok(listed
+            .into_iter()
+            .filter(|item| self.owns(item))
+            .map(|item| CachedChild {
+                namespace: item.namespace(),
+                name: item.name_any(),
+                uid: item.uid(),
+                deleting: item.meta().deletion_timestamp.is_some(),
+            })
+            .collect())
     }
 
     /// Whether `item` carries an owner annotation naming someone else (and no ownerReference to this owner). An

@@ -4,7 +4,7 @@
 //! It holds mechanisms, never policy: how to run a reconciler ([`runner`]), guard external cleanup
 //! ([`finalizer`]), keep conditions ([`conditions`]) and publish status one way ([`status`]), re-read what the cache may
 //! not show yet ([`live`]), read Secrets at use time ([`secrets`]), apply
-//! and prune children ([`children`]), publish events without repeats ([`events`]), derive valid names
+//! and prune children ([`children`], without lists: [`child_cache`]), publish events without repeats ([`events`]), derive valid names
 //! ([`names`]), call external systems safely ([`http`], [`sanitize`]), watch related kinds by metadata only
 //! ([`metadata`]), and expose metrics, probes and leader election ([`metrics`], [`admin`], [`leader`]). It
 //! knows no CRD of ours.
@@ -13,6 +13,7 @@ pub mod access;
 pub mod admin;
 pub mod backoff;
 pub mod changes;
+pub mod child_cache;
 pub mod children;
 pub mod clock;
 pub mod conditions;

@@ -2,7 +2,8 @@
 //! related objects (by a mapper). [`Triggers`] wraps kube-runtime's `Controller` builder so that every trigger is
 //! also reported to the controller's [`QueueProbe`] (the work-queue metrics); reconcilers declare their watches on
 //! it exactly as on the builder. Every watch retries a failed list or watch with kube-runtime's default backoff
-//! (a refused or failing API server is not hammered in a loop).
+//! (a refused or failing API server is not hammered in a loop). With [`Triggers::record_children`], the same
+//! watch events also keep a [`ChildCache`] current, so pruning needs no list.
 
 use std::fmt::Debug;
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -18,6 +19,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 
+use crate::child_cache::{ChildCache, FeedRecorder};
 use crate::queue::QueueProbe;
 
 /// The watches of one controller in one scope, with every trigger reported to its queue probe.
@@ -25,6 +27,7 @@ pub struct Triggers<K: Resource<DynamicType = ()> + Clone + DeserializeOwned + D
     controller: Controller<K>,
     store: Store<K>,
     probe: QueueProbe<K>,
+    children: Option<ChildCache>,
 }
 
 impl<K> Triggers<K>
@@ -49,7 +52,21 @@ where
             controller: Controller::for_stream(own, store.clone()),
             store,
             probe,
+            children: None,
         }
+    }
+
+    /// Records what every later [`Self::owns`] and [`Self::watches`] sees of the children labelled as the
+    /// cache's into `cache` (before the trigger is passed on), so that pruning reads it instead of listing.
+    #[must_use]
+    pub fn record_children(mut self, cache: ChildCache) -> Self {
+        self.children = Some(cache);
+        self
+    }
+
+    /// What records the events of a watch of `Child` through `api` into the child cache, if there is one.
+    fn recorder<Child: Resource<DynamicType = ()>>(&self, namespace: Option<&str>) -> Option<FeedRecorder> {
+        self.children.as_ref().map(|cache| cache.feed::<Child>(namespace))
     }
 
     /// The cache of the controller's own objects (for mappers that look at other objects).
@@ -65,10 +82,12 @@ where
         Child: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     {
         let seen = self.probe.clone();
+        let recorder = self.recorder::<Child>(api.namespace());
         // kube-runtime's own `owns` watches children this way (metadata only).
         #[allow(deprecated)]
         let children = metadata_watcher(api, config)
             .default_backoff()
+            .inspect_ok(move |event| record(recorder.as_ref(), event))
             .touched_objects()
             .inspect_ok(move |child| {
                 for owner in controller_owners::<K, _>(child) {
@@ -99,7 +118,11 @@ where
             }
             objects
         };
-        let others = watcher(api, config).default_backoff().touched_objects();
+        let recorder = self.recorder::<Other>(api.namespace());
+        let others = watcher(api, config)
+            .default_backoff()
+            .inspect_ok(move |event| record(recorder.as_ref(), event))
+            .touched_objects();
         self.with_controller(|controller| controller.watches_stream(others, mapper))
     }
 
@@ -121,12 +144,19 @@ where
             controller: change(self.controller),
             store: self.store,
             probe: self.probe,
+            children: self.children,
         }
     }
 
     /// The kube-runtime controller these triggers feed.
     pub fn into_controller(self) -> Controller<K> {
         self.controller
+    }
+}
+
+fn record<K: Resource>(recorder: Option<&FeedRecorder>, event: &watcher::Event<K>) {
+    if let Some(recorder) = recorder {
+        recorder.record(event);
     }
 }
 

@@ -43,6 +43,7 @@ use std::sync::Arc;
 use crds::nebari::NebariApp;
 use crds::thirdparty::cert_manager::Certificate;
 use crds::thirdparty::envoy_gateway::SecurityPolicy;
+use framework::child_cache::ChildCache;
 use framework::children::{ChildConfig, ChildKinds, ChildSet, Placement};
 use framework::clock::{Clock, SystemClock};
 use framework::finalizer::FinalizerSpec;
@@ -76,6 +77,9 @@ pub const FORCE_REPROVISION_ANNOTATION: &str = "nebari.dev/force-reprovision";
 pub const SKIP_EXTERNAL_CLEANUP_ANNOTATION: &str = "nebari.dev/skip-external-cleanup";
 /// `app.kubernetes.io/managed-by` on children (the original operator's value, so existing selectors keep working).
 pub const MANAGED_BY: &str = "nebari-operator";
+/// Annotation naming a child's owning app (for children in the gateway namespace, which no ownerReference can
+/// reach).
+pub const OWNER_ANNOTATION: &str = "nebari.dev/owner";
 
 /// The NebariApp controller with its settings and Keycloak client.
 pub struct NebariAppController {
@@ -93,6 +97,8 @@ pub struct NebariAppController {
     pub health: Arc<health::Prober>,
     /// The sweep of Keycloak clients whose app is gone.
     pub orphans: Arc<orphans::OrphanSweep>,
+    /// The apps' children as the watches saw them, so pruning lists nothing.
+    pub children: ChildCache,
 }
 
 impl NebariAppController {
@@ -123,6 +129,7 @@ impl NebariAppController {
             token_exchange: token_exchange::Detector::default(),
             health: Arc::new(health),
             orphans: Arc::new(orphans),
+            children: ChildCache::new(MANAGED_BY, OWNER_ANNOTATION),
         })
     }
 
@@ -142,9 +149,10 @@ impl NebariAppController {
         let config = ChildConfig {
             field_manager: ctx.field_manager.clone(),
             managed_by: MANAGED_BY.to_string(),
-            owner_annotation: "nebari.dev/owner".to_string(),
+            owner_annotation: OWNER_ANNOTATION.to_string(),
             hash_annotation: "nebari.dev/applied-hash".to_string(),
             kinds: self.child_kinds(),
+            cache: Some(self.children.clone()),
         };
         ChildSet::new(ctx.client.clone(), config, app, NAME)
             .ok_or_else(|| NebariAppError::Invalid("the NebariApp has no uid yet".to_string()))
@@ -171,6 +179,7 @@ impl Reconciler for NebariAppController {
     }
 
     fn watches(&self, triggers: Triggers<NebariApp>, scope: &Scope) -> Triggers<NebariApp> {
+        let triggers = triggers.record_children(self.children.clone());
         let store = triggers.store();
         self.peers.register(store.clone(), scope.namespace());
         self.health.register(store.clone());

@@ -3,13 +3,16 @@
 
 use std::collections::BTreeMap;
 
-use e2e::harness::TestCluster;
+use e2e::harness::{Deadline, TestCluster, wait_until};
+use framework::child_cache::ChildCache;
 use framework::children::{
     ChildConfig, ChildError, ChildKinds, ChildSet, LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME, Placement,
 };
+use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::ResourceExt;
-use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::api::{Api, ObjectMeta, PartialObjectMeta, Patch, PatchParams, PostParams};
+use kube::runtime::watcher;
 
 fn config() -> ChildConfig {
     ChildConfig {
@@ -18,6 +21,7 @@ fn config() -> ChildConfig {
         owner_annotation: "test.example.com/owner".into(),
         hash_annotation: "test.example.com/applied-hash".into(),
         kinds: ChildKinds::new().with::<ConfigMap>(Placement::OwnerNamespace),
+        cache: None,
     }
 }
 
@@ -134,6 +138,60 @@ async fn children_not_applied_this_pass_are_pruned_but_others_are_kept() {
         api.get_opt("parent").await.expect("get").is_some(),
         "unlabelled objects are never pruned"
     );
+}
+
+#[tokio::test]
+async fn with_a_synced_child_cache_pruning_lists_nothing() {
+    let cluster = TestCluster::start().await;
+    let ns = cluster.create_namespace("cached-prune").await;
+    let api: Api<ConfigMap> = Api::namespaced(cluster.client(), &ns);
+    let parent = owner(&api, "parent").await;
+    let other_parent = owner(&api, "other").await;
+    let cache = ChildCache::new("framework-test", "test.example.com/owner");
+    let recorder = cache.feed::<ConfigMap>(Some(&ns));
+    let watched: Api<PartialObjectMeta<ConfigMap>> = Api::namespaced(cluster.client(), &ns);
+    let selector = format!("{LABEL_MANAGED_BY}=framework-test");
+    let watch = tokio::spawn(
+        watcher(watched, watcher::Config::default().labels(&selector))
+            .inspect_ok(move |event| recorder.record(event))
+            .for_each(|_| async {}),
+    );
+    let cached = || ChildConfig {
+        cache: Some(cache.clone()),
+        ..config()
+    };
+
+    let mut pass1 = ChildSet::new(cluster.client(), cached(), &parent, "widget").expect("owner");
+    pass1.apply(child("parent-a", "a")).await.expect("a");
+    pass1.apply(child("parent-b", "b")).await.expect("b");
+    let mut foreign = ChildSet::new(cluster.client(), cached(), &other_parent, "widget").expect("owner");
+    foreign.apply(child("other-a", "x")).await.expect("foreign child");
+    let parent_uid = parent.uid().expect("uid");
+    let owner_id = format!("/ConfigMap/{ns}/parent");
+    wait_until("the cache sees both children", Deadline::secs(30), || {
+        let seen = cache.owned::<ConfigMap>(Some(&ns), &parent_uid, &owner_id, "parent");
+        async move {
+            match seen {
+                Some(children) if children.len() == 2 => Ok(Some(())),
+                other => Err(format!("cache answers {other:?}")),
+            }
+        }
+    })
+    .await;
+
+    let lists = || cluster.emulator().hooks().count("list", "", "configmaps", "");
+    let before = lists();
+    let mut pass2 = ChildSet::new(cluster.client(), cached(), &parent, "widget").expect("owner");
+    pass2.apply(child("parent-a", "a")).await.expect("a again");
+    let deleted = pass2.prune().await.expect("prune");
+    assert_eq!(deleted, vec!["ConfigMap/parent-b".to_string()]);
+    assert_eq!(lists(), before, "pruning from a synced cache makes no list request");
+    assert!(api.get_opt("parent-b").await.expect("get").is_none());
+    assert!(
+        api.get_opt("other-a").await.expect("get").is_some(),
+        "another owner's child stays"
+    );
+    watch.abort();
 }
 
 #[tokio::test]

@@ -1,0 +1,406 @@
+//! The children a controller made, indexed by owner, as its watches last saw them: what lets
+//! [`ChildSet::prune`](crate::children::ChildSet::prune) find leftovers without listing.
+//!
+//! Listing a kind by label selector to prune one owner's children makes the API server scan the whole
+//! namespace, so N owners cost O(N²) work per round of reconciles. The controller watches its children anyway
+//! (to be triggered when they change); a [`ChildCache`] handed to
+//! [`Triggers::record_children`](crate::triggers::Triggers::record_children) keeps, from those same watch
+//! events, the little pruning needs of each child labelled as ours: its name, uid, deletion state and
+//! `instance` label, under each owner it names (ownerReference uid or owner annotation). Nothing else of the
+//! object is kept, so a Secret's content never lands here.
+//!
+//! Each watch (one per kind and scope) is a *feed*. A kind and namespace are answered from the cache only once
+//! every feed covering them has finished its first list; until then, or when no feed covers them, the caller
+//! lists as before. A child created by an earlier pass but not seen yet by the watch is missed by one prune; its
+//! watch event then triggers the owner again (the cache is updated before the trigger is passed on), and that
+//! pass prunes it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, PoisonError, RwLock};
+
+use kube::Resource;
+use kube::runtime::watcher;
+
+use crate::children::{LABEL_INSTANCE, LABEL_MANAGED_BY};
+
+/// Owner-indexed metadata of a controller's children, fed by its watches. Cheap to clone (shared).
+#[derive(Clone)]
+pub struct ChildCache {
+    managed_by: Arc<str>,
+    owner_annotation: Arc<str>,
+    feeds: Arc<RwLock<Vec<Feed>>>,
+}
+
+impl std::fmt::Debug for ChildCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChildCache")
+            .field("managed_by", &self.managed_by)
+            .field("feeds", &self.read().len())
+            .finish()
+    }
+}
+
+/// One child as pruning sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CachedChild {
+    /// The child's namespace.
+    pub namespace: Option<String>,
+    /// The child's name.
+    pub name: String,
+    /// The child's uid (deletes are guarded by it).
+    pub uid: Option<String>,
+    /// Whether its deletion was already requested.
+    pub deleting: bool,
+}
+
+/// One watch's view of one kind in one scope.
+struct Feed {
+    api_version: String,
+    kind: String,
+    /// The namespace the watch covers; `None`: all namespaces.
+    namespace: Option<String>,
+    /// Whether the watch finished its first list (before that, the feed knows only part of the kind).
+    synced: bool,
+    current: Entries,
+    /// Objects of a relist in progress, swapped in when it is done.
+    relisting: Option<Entries>,
+}
+
+#[derive(Default)]
+struct Entries {
+    /// Children by owner key (an owner uid or owner annotation value), then by (namespace, name).
+    by_owner: HashMap<String, HashMap<(Option<String>, String), Entry>>,
+    /// The owner keys each child is filed under, to remove it again.
+    owners_of: HashMap<(Option<String>, String), Vec<String>>,
+}
+
+#[derive(Clone)]
+struct Entry {
+    uid: Option<String>,
+    deleting: bool,
+    instance: Option<String>,
+}
+
+impl ChildCache {
+    /// An empty cache for children labelled `app.kubernetes.io/managed-by=<managed_by>`, whose cross-namespace
+    /// owner is named by `owner_annotation` (as in [`ChildConfig`](crate::children::ChildConfig)).
+    pub fn new(managed_by: &str, owner_annotation: &str) -> Self {
+        Self {
+            managed_by: crate::names::label_value(managed_by).into(),
+            owner_annotation: owner_annotation.into(),
+            feeds: Arc::default(),
+        }
+    }
+
+    /// Starts a feed for kind `K` watched in `namespace` (`None`: all namespaces) and returns what records its
+    /// events.
+    pub fn feed<K: Resource<DynamicType = ()>>(&self, namespace: Option<&str>) -> FeedRecorder {
+        let mut feeds = self.write();
+        feeds.push(Feed {
+            api_version: K::api_version(&()).to_string(),
+            kind: K::kind(&()).to_string(),
+            namespace: namespace.map(str::to_string),
+            synced: false,
+            current: Entries::default(),
+            relisting: None,
+        });
+        FeedRecorder {
+            cache: self.clone(),
+            index: feeds.len() - 1,
+        }
+    }
+
+    /// The children of kind `K` in `namespace` (`None`: all) that name `owner_uid` or `owner_id` as their owner
+    /// and carry `instance` as their instance label, or `None` when the watches cannot answer yet (no feed
+    /// covers the namespace, or one that does has not finished its first list).
+    pub fn owned<K: Resource<DynamicType = ()>>(
+        &self,
+        namespace: Option<&str>,
+        owner_uid: &str,
+        owner_id: &str,
+        instance: &str,
+    ) -> Option<Vec<CachedChild>> {
+        let (api_version, kind) = (K::api_version(&()), K::kind(&()));
+        let feeds = self.read();
+        let covering: Vec<&Feed> = feeds
+            .iter()
+            .filter(|f| f.api_version == api_version && f.kind == kind)
+            .filter(|f| f.namespace.is_none() || f.namespace.as_deref() == namespace)
+            .collect();
+        if covering.is_empty() || covering.iter().any(|f| !f.synced) {
+            return None;
+        }
+        let mut found: HashMap<(Option<String>, String), CachedChild> = HashMap::new();
+        for feed in covering {
+            for owner in [owner_uid, owner_id] {
+                let Some(children) = feed.current.by_owner.get(owner) else {
+                    continue;
+                };
+                for ((child_ns, name), entry) in children {
+                    let in_namespace = namespace.is_none() || child_ns.as_deref() == namespace;
+                    if !in_namespace || entry.instance.as_deref() != Some(instance) {
+                        continue;
+                    }
+                    found
+                        .entry((child_ns.clone(), name.clone()))
+                        .or_insert_with(|| CachedChild {
+                            namespace: child_ns.clone(),
+                            name: name.clone(),
+                            uid: entry.uid.clone(),
+                            deleting: entry.deleting,
+                        });
+                }
+            }
+        }
+        let mut children: Vec<CachedChild> = found.into_values().collect();
+        children.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+        Some(children)
+    }
+
+    /// The owner keys `obj` is filed under, or none when it is not labelled as ours.
+    fn owner_keys<K: Resource>(&self, obj: &K) -> Vec<String> {
+        let meta = obj.meta();
+        let ours = meta
+            .labels
+            .as_ref()
+            .and_then(|labels| labels.get(LABEL_MANAGED_BY))
+            .is_some_and(|value| **value == *self.managed_by);
+        if !ours {
+            return Vec::new();
+        }
+        let mut keys: Vec<String> = meta.owner_references.iter().flatten().map(|r| r.uid.clone()).collect();
+        if let Some(owner) = meta.annotations.as_ref().and_then(|a| a.get(&*self.owner_annotation)) {
+            keys.push(owner.clone());
+        }
+        keys.sort();
+        keys.dedup();
+        keys
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Vec<Feed>> {
+        // A panic while holding the lock leaves a consistent index (every update is a few map operations), so a
+        // poisoned lock is still usable.
+        self.feeds.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Vec<Feed>> {
+        self.feeds.write().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Records one watch's events into its feed of a [`ChildCache`].
+#[derive(Clone)]
+pub struct FeedRecorder {
+    cache: ChildCache,
+    index: usize,
+}
+
+impl FeedRecorder {
+    /// Applies one watch event to the feed.
+    pub fn record<K: Resource>(&self, event: &watcher::Event<K>) {
+        let keys = match event {
+            watcher::Event::Apply(obj) | watcher::Event::InitApply(obj) => self.cache.owner_keys(obj),
+            watcher::Event::Delete(_) | watcher::Event::Init | watcher::Event::InitDone => Vec::new(),
+        };
+        let mut feeds = self.cache.write();
+        let Some(feed) = feeds.get_mut(self.index) else {
+            return;
+        };
+        match event {
+            watcher::Event::Init => feed.relisting = Some(Entries::default()),
+            watcher::Event::InitApply(obj) => match feed.relisting.as_mut() {
+                Some(entries) => entries.put(obj, keys),
+                None => feed.current.put(obj, keys),
+            },
+            watcher::Event::InitDone => {
+                if let Some(entries) = feed.relisting.take() {
+                    feed.current = entries;
+                }
+                feed.synced = true;
+            }
+            watcher::Event::Apply(obj) => feed.current.put(obj, keys),
+            watcher::Event::Delete(obj) => feed.current.remove(&object_key(obj)),
+        }
+    }
+}
+
+fn object_key<K: Resource>(obj: &K) -> (Option<String>, String) {
+    let meta = obj.meta();
+    (meta.namespace.clone(), meta.name.clone().unwrap_or_default())
+}
+
+impl Entries {
+    fn put<K: Resource>(&mut self, obj: &K, owners: Vec<String>) {
+        let key = object_key(obj);
+        self.remove(&key);
+        if owners.is_empty() {
+            return;
+        }
+        let meta = obj.meta();
+        let entry = Entry {
+            uid: meta.uid.clone(),
+            deleting: meta.deletion_timestamp.is_some(),
+            instance: meta.labels.as_ref().and_then(|l| l.get(LABEL_INSTANCE)).cloned(),
+        };
+        for owner in &owners {
+            self.by_owner
+                .entry(owner.clone())
+                .or_default()
+                .insert(key.clone(), entry.clone());
+        }
+        self.owners_of.insert(key, owners);
+    }
+
+    fn remove(&mut self, key: &(Option<String>, String)) {
+        for owner in self.owners_of.remove(key).into_iter().flatten() {
+            if let Some(children) = self.by_owner.get_mut(&owner) {
+                children.remove(key);
+                if children.is_empty() {
+                    self.by_owner.remove(&owner);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
+
+    use super::*;
+
+    const OWNER_ANNOTATION: &str = "example.com/owner";
+
+    fn child(
+        namespace: &str,
+        name: &str,
+        owner_uid: Option<&str>,
+        owner_id: Option<&str>,
+        instance: &str,
+    ) -> ConfigMap {
+        let mut obj = ConfigMap::default();
+        obj.metadata.namespace = Some(namespace.into());
+        obj.metadata.name = Some(name.into());
+        obj.metadata.uid = Some(format!("uid-{name}"));
+        obj.metadata.labels = Some(
+            [
+                (LABEL_MANAGED_BY.to_string(), "op".to_string()),
+                (LABEL_INSTANCE.to_string(), instance.to_string()),
+            ]
+            .into(),
+        );
+        obj.metadata.owner_references = owner_uid.map(|uid| {
+            vec![OwnerReference {
+                uid: uid.into(),
+                controller: Some(true),
+                ..OwnerReference::default()
+            }]
+        });
+        obj.metadata.annotations = owner_id.map(|id| [(OWNER_ANNOTATION.to_string(), id.to_string())].into());
+        obj
+    }
+
+    fn names(children: Option<Vec<CachedChild>>) -> Option<Vec<String>> {
+        children.map(|c| c.into_iter().map(|c| c.name).collect())
+    }
+
+    #[test]
+    fn answers_only_once_every_covering_feed_has_listed() {
+        let cache = ChildCache::new("op", OWNER_ANNOTATION);
+        let scope = cache.feed::<ConfigMap>(Some("apps"));
+        let everywhere = cache.feed::<ConfigMap>(None);
+        assert_eq!(cache.owned::<ConfigMap>(Some("other"), "u", "id", "web"), None);
+        scope.record(&watcher::Event::<ConfigMap>::Init);
+        scope.record(&watcher::Event::InitApply(child("apps", "a", Some("u"), None, "web")));
+        scope.record(&watcher::Event::<ConfigMap>::InitDone);
+        assert_eq!(
+            cache.owned::<ConfigMap>(Some("apps"), "u", "id", "web"),
+            None,
+            "the all-namespaces feed has not listed yet"
+        );
+        everywhere.record(&watcher::Event::<ConfigMap>::Init);
+        everywhere.record(&watcher::Event::<ConfigMap>::InitDone);
+        assert_eq!(
+            names(cache.owned::<ConfigMap>(Some("apps"), "u", "id", "web")),
+            Some(vec!["a".into()])
+        );
+        assert_eq!(
+            cache.owned::<ConfigMap>(Some("apps"), "u", "id", "other-instance"),
+            Some(vec![])
+        );
+    }
+
+    #[test]
+    fn finds_children_by_owner_reference_or_annotation_and_forgets_deleted_ones() {
+        let cache = ChildCache::new("op", OWNER_ANNOTATION);
+        let feed = cache.feed::<ConfigMap>(None);
+        feed.record(&watcher::Event::<ConfigMap>::Init);
+        feed.record(&watcher::Event::<ConfigMap>::InitDone);
+        feed.record(&watcher::Event::Apply(child("apps", "by-ref", Some("u"), None, "web")));
+        feed.record(&watcher::Event::Apply(child(
+            "gw",
+            "by-annotation",
+            None,
+            Some("g/K/apps/web"),
+            "web",
+        )));
+        feed.record(&watcher::Event::Apply(child(
+            "apps",
+            "someone-else",
+            Some("u2"),
+            None,
+            "web",
+        )));
+        let mut unlabelled = child("apps", "not-ours", Some("u"), None, "web");
+        unlabelled.metadata.labels = None;
+        feed.record(&watcher::Event::Apply(unlabelled));
+        assert_eq!(
+            names(cache.owned::<ConfigMap>(None, "u", "g/K/apps/web", "web")),
+            Some(vec!["by-ref".into(), "by-annotation".into()])
+        );
+        assert_eq!(
+            names(cache.owned::<ConfigMap>(Some("gw"), "u", "g/K/apps/web", "web")),
+            Some(vec!["by-annotation".into()])
+        );
+        let mut deleting = child("apps", "by-ref", Some("u"), None, "web");
+        deleting.metadata.deletion_timestamp = Some(Time(jiff::Timestamp::UNIX_EPOCH));
+        feed.record(&watcher::Event::Apply(deleting.clone()));
+        let found = cache
+            .owned::<ConfigMap>(Some("apps"), "u", "id", "web")
+            .unwrap_or_default();
+        assert!(found.iter().all(|c| c.deleting), "{found:?}");
+        feed.record(&watcher::Event::Delete(deleting));
+        assert_eq!(
+            names(cache.owned::<ConfigMap>(Some("apps"), "u", "id", "web")),
+            Some(vec![])
+        );
+    }
+
+    #[test]
+    fn a_relist_replaces_what_the_feed_knew() {
+        let cache = ChildCache::new("op", OWNER_ANNOTATION);
+        let feed = cache.feed::<ConfigMap>(Some("apps"));
+        feed.record(&watcher::Event::<ConfigMap>::Init);
+        feed.record(&watcher::Event::InitApply(child(
+            "apps",
+            "gone",
+            Some("u"),
+            None,
+            "web",
+        )));
+        feed.record(&watcher::Event::<ConfigMap>::InitDone);
+        feed.record(&watcher::Event::<ConfigMap>::Init);
+        feed.record(&watcher::Event::InitApply(child("apps", "new", Some("u"), None, "web")));
+        assert_eq!(
+            names(cache.owned::<ConfigMap>(Some("apps"), "u", "id", "web")),
+            Some(vec!["gone".into()]),
+            "the old view holds until the relist is complete"
+        );
+        feed.record(&watcher::Event::<ConfigMap>::InitDone);
+        assert_eq!(
+            names(cache.owned::<ConfigMap>(Some("apps"), "u", "id", "web")),
+            Some(vec!["new".into()])
+        );
+    }
+}
