@@ -22,6 +22,7 @@ use kube::Resource;
 use kube::runtime::watcher;
 
 use crate::children::{LABEL_INSTANCE, LABEL_MANAGED_BY};
+use crate::index::IndexedEvents;
 
 /// Owner-indexed metadata of a controller's children, fed by its watches. Cheap to clone (shared).
 #[derive(Clone)]
@@ -59,19 +60,8 @@ struct Feed {
     kind: String,
     /// The namespace the watch covers; `None`: all namespaces.
     namespace: Option<String>,
-    /// Whether the watch finished its first list (before that, the feed knows only part of the kind).
-    synced: bool,
-    current: Entries,
-    /// Objects of a relist in progress, swapped in when it is done.
-    relisting: Option<Entries>,
-}
-
-#[derive(Default)]
-struct Entries {
-    /// Children by owner key (an owner uid or owner annotation value), then by (namespace, name).
-    by_owner: HashMap<String, HashMap<(Option<String>, String), Entry>>,
-    /// The owner keys each child is filed under, to remove it again.
-    owners_of: HashMap<(Option<String>, String), Vec<String>>,
+    /// Children by owner key (an owner uid or owner annotation value).
+    children: IndexedEvents<Entry>,
 }
 
 #[derive(Clone)]
@@ -100,9 +90,7 @@ impl ChildCache {
             api_version: K::api_version(&()).to_string(),
             kind: K::kind(&()).to_string(),
             namespace: namespace.map(str::to_string),
-            synced: false,
-            current: Entries::default(),
-            relisting: None,
+            children: IndexedEvents::default(),
         });
         FeedRecorder {
             cache: self.clone(),
@@ -127,16 +115,13 @@ impl ChildCache {
             .filter(|f| f.api_version == api_version && f.kind == kind)
             .filter(|f| f.namespace.is_none() || f.namespace.as_deref() == namespace)
             .collect();
-        if covering.is_empty() || covering.iter().any(|f| !f.synced) {
+        if covering.is_empty() || covering.iter().any(|f| !f.children.synced()) {
             return None;
         }
         let mut found: HashMap<(Option<String>, String), CachedChild> = HashMap::new();
         for feed in covering {
             for owner in [owner_uid, owner_id] {
-                let Some(children) = feed.current.by_owner.get(owner) else {
-                    continue;
-                };
-                for ((child_ns, name), entry) in children {
+                for ((child_ns, name), entry) in feed.children.get(owner) {
                     let in_namespace = namespace.is_none() || child_ns.as_deref() == namespace;
                     if !in_namespace || entry.instance.as_deref() != Some(instance) {
                         continue;
@@ -198,67 +183,17 @@ pub struct FeedRecorder {
 impl FeedRecorder {
     /// Applies one watch event to the feed.
     pub fn record<K: Resource>(&self, event: &watcher::Event<K>) {
-        let keys = match event {
-            watcher::Event::Apply(obj) | watcher::Event::InitApply(obj) => self.cache.owner_keys(obj),
-            watcher::Event::Delete(_) | watcher::Event::Init | watcher::Event::InitDone => Vec::new(),
-        };
         let mut feeds = self.cache.write();
-        let Some(feed) = feeds.get_mut(self.index) else {
-            return;
-        };
-        match event {
-            watcher::Event::Init => feed.relisting = Some(Entries::default()),
-            watcher::Event::InitApply(obj) => match feed.relisting.as_mut() {
-                Some(entries) => entries.put(obj, keys),
-                None => feed.current.put(obj, keys),
-            },
-            watcher::Event::InitDone => {
-                if let Some(entries) = feed.relisting.take() {
-                    feed.current = entries;
-                }
-                feed.synced = true;
-            }
-            watcher::Event::Apply(obj) => feed.current.put(obj, keys),
-            watcher::Event::Delete(obj) => feed.current.remove(&object_key(obj)),
-        }
-    }
-}
-
-fn object_key<K: Resource>(obj: &K) -> (Option<String>, String) {
-    let meta = obj.meta();
-    (meta.namespace.clone(), meta.name.clone().unwrap_or_default())
-}
-
-impl Entries {
-    fn put<K: Resource>(&mut self, obj: &K, owners: Vec<String>) {
-        let key = object_key(obj);
-        self.remove(&key);
-        if owners.is_empty() {
-            return;
-        }
-        let meta = obj.meta();
-        let entry = Entry {
-            uid: meta.uid.clone(),
-            deleting: meta.deletion_timestamp.is_some(),
-            instance: meta.labels.as_ref().and_then(|l| l.get(LABEL_INSTANCE)).cloned(),
-        };
-        for owner in &owners {
-            self.by_owner
-                .entry(owner.clone())
-                .or_default()
-                .insert(key.clone(), entry.clone());
-        }
-        self.owners_of.insert(key, owners);
-    }
-
-    fn remove(&mut self, key: &(Option<String>, String)) {
-        for owner in self.owners_of.remove(key).into_iter().flatten() {
-            if let Some(children) = self.by_owner.get_mut(&owner) {
-                children.remove(key);
-                if children.is_empty() {
-                    self.by_owner.remove(&owner);
-                }
-            }
+        if let Some(feed) = feeds.get_mut(self.index) {
+            feed.children.apply(event, |obj| {
+                let meta = obj.meta();
+                let entry = Entry {
+                    uid: meta.uid.clone(),
+                    deleting: meta.deletion_timestamp.is_some(),
+                    instance: meta.labels.as_ref().and_then(|l| l.get(LABEL_INSTANCE)).cloned(),
+                };
+                (self.cache.owner_keys(obj), entry)
+            });
         }
     }
 }

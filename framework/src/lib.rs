@@ -2,12 +2,12 @@
 //! The generic reconcile framework every controller of this operator runs on.
 //!
 //! It holds mechanisms, never policy: how to run a reconciler ([`runner`]), guard external cleanup
-//! ([`finalizer`]), keep conditions ([`conditions`]) and publish status one way ([`status`]), re-read what the cache may
-//! not show yet ([`live`]), read Secrets at use time ([`secrets`]), apply
-//! and prune children ([`children`], without lists: [`child_cache`]), publish events without repeats ([`events`]), derive valid names
-//! ([`names`]), call external systems safely ([`http`], [`sanitize`]), watch related kinds by metadata only
-//! ([`metadata`]), and expose metrics, probes and leader election ([`metrics`], [`admin`], [`leader`]). It
-//! knows no CRD of ours.
+//! ([`finalizer`]), keep conditions ([`conditions`]) and publish status one way ([`status`]), re-read what the
+//! cache may not show yet ([`live`]), read Secrets at use time ([`secrets`]), apply and prune children
+//! ([`children`], found without lists through [`child_cache`]), publish events without repeats ([`events`]),
+//! derive valid names ([`names`]), call external systems safely ([`http`], [`sanitize`]), watch related kinds by
+//! metadata only ([`metadata`]), look objects up by a derived key ([`index`]), and expose metrics, probes and
+//! leader election ([`metrics`], [`admin`], [`leader`]). It knows no CRD of ours.
 
 pub mod access;
 pub mod admin;
@@ -21,6 +21,7 @@ pub mod error;
 pub mod events;
 pub mod finalizer;
 pub mod http;
+pub mod index;
 pub mod kube_client;
 pub mod leader;
 pub mod live;

@@ -36,7 +36,7 @@ where
 {
     /// Watches `api` (the controller's own kind) into a cache, triggering each object whose wanted state changed
     /// (see [`wanted_state`]; with `status_triggers`, any change but the resourceVersion and managedFields); every
-    /// change still reaches the cache.
+    /// change still reaches the cache, without its managedFields.
     pub fn new(api: Api<K>, config: watcher::Config, probe: QueueProbe<K>, status_triggers: bool) -> Self {
         let (store, writer) = reflector::store();
         let seen = probe.clone();
@@ -44,7 +44,11 @@ where
             true => any_change(obj),
             false => wanted_state(obj),
         };
-        let own = reflector::reflector(writer, watcher(api, config).default_backoff())
+        // managedFields are often the larger part of an object and nothing reads them from the cache.
+        let watched = watcher(api, config)
+            .default_backoff()
+            .modify(|obj| obj.managed_fields_mut().clear());
+        let own = reflector::reflector(writer, watched)
             .applied_objects()
             .predicate_filter(predicate, PredicateConfig::default())
             .inspect_ok(move |obj| seen.triggered(ObjectRef::from_obj(obj)));
@@ -110,6 +114,24 @@ where
         I: IntoIterator<Item = ObjectRef<K>> + 'static,
         I::IntoIter: Send,
     {
+        self.watches_with(api, config, |_| {}, mapper)
+    }
+
+    /// As [`Self::watches`], passing every watch event to `observe` first (e.g. to keep a
+    /// [`KeyIndex`](crate::index::KeyIndex) current that `mapper` then reads).
+    #[must_use]
+    pub fn watches_with<Other, I>(
+        self,
+        api: Api<Other>,
+        config: watcher::Config,
+        observe: impl Fn(&watcher::Event<Other>) + Send + 'static,
+        mapper: impl Fn(Other) -> I + Sync + Send + 'static,
+    ) -> Self
+    where
+        Other: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + 'static,
+        I: IntoIterator<Item = ObjectRef<K>> + 'static,
+        I::IntoIter: Send,
+    {
         let seen = self.probe.clone();
         let mapper = move |other: Other| {
             let objects: Vec<ObjectRef<K>> = mapper(other).into_iter().collect();
@@ -121,7 +143,10 @@ where
         let recorder = self.recorder::<Other>(api.namespace());
         let others = watcher(api, config)
             .default_backoff()
-            .inspect_ok(move |event| record(recorder.as_ref(), event))
+            .inspect_ok(move |event| {
+                record(recorder.as_ref(), event);
+                observe(event);
+            })
             .touched_objects();
         self.with_controller(|controller| controller.watches_stream(others, mapper))
     }

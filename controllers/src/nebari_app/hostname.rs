@@ -206,10 +206,11 @@ fn precedence(a: &NebariApp, b: &NebariApp) -> Ordering {
 impl Pass<'_> {
     /// The condition refusing the app its hostname, or `None` when its namespace owns it.
     pub async fn hostname_claim(&self) -> Result<Option<ConditionUpdate>, NebariAppError> {
+        let key = super::hostname_key(&self.app.spec.hostname);
         let peers = self
             .controller
             .peers
-            .all(&self.ctx.client, &self.ctx.namespaces)
+            .sharing(&key, &self.ctx.client, &self.ctx.namespaces)
             .await?;
         Ok(
             match decide(self.app, &peers, &self.controller.settings.allowed_hostnames) {

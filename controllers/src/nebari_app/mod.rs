@@ -47,6 +47,7 @@ use framework::child_cache::ChildCache;
 use framework::children::{ChildConfig, ChildKinds, ChildSet, Placement};
 use framework::clock::{Clock, SystemClock};
 use framework::finalizer::FinalizerSpec;
+use framework::index::KeyIndex;
 use framework::peers::Peers;
 use framework::runner::{Context, Outcome, Reconciler, Running, Runtime, Scope, StartError};
 use framework::triggers::Triggers;
@@ -125,7 +126,7 @@ impl NebariAppController {
             settings,
             keycloak,
             clock: Arc::new(SystemClock),
-            peers: Peers::default(),
+            peers: Peers::with_index(KeyIndex::new(peer_keys)),
             token_exchange: token_exchange::Detector::default(),
             health: Arc::new(health),
             orphans: Arc::new(orphans),
@@ -204,6 +205,9 @@ impl Reconciler for NebariAppController {
             store,
         );
         let apps: Api<NebariApp> = scope.api();
+        // The peer index is fed by the cluster-wide watch of apps only: Peers reads it only then.
+        let index = self.peers.index().filter(|_| scope.namespace().is_none()).cloned();
+        let lookup = index.clone();
         let settings = self.settings.clone();
         // The opt-in label is watched on every Namespace when the whole cluster is watched. A namespaced install
         // holds no cluster-wide grant to watch Namespaces; its apps re-read the label instead (see reconcile).
@@ -238,11 +242,20 @@ impl Reconciler for NebariAppController {
             .watches(client_secrets, watcher::Config::default(), move |secret| {
                 apps_reading_client_secret(&by_client_secret, &secret)
             })
-            .watches(apps, watcher::Config::default(), move |changed| {
-                let mut affected = apps_with_token_exchange(&by_peer);
-                affected.extend(apps_sharing_hostname(&by_peer, &changed));
-                affected
-            })
+            .watches_with(
+                apps,
+                watcher::Config::default(),
+                move |event| {
+                    if let Some(index) = &index {
+                        index.record(event);
+                    }
+                },
+                move |changed| {
+                    let mut affected = apps_with_token_exchange(&by_peer, lookup.as_ref());
+                    affected.extend(apps_sharing_hostname(&by_peer, lookup.as_ref(), &changed));
+                    affected
+                },
+            )
     }
 
     async fn reconcile(&self, app: Arc<NebariApp>, ctx: &Context) -> Result<Outcome, NebariAppError> {
@@ -331,29 +344,60 @@ fn apps_reading_client_secret(
 }
 
 /// Apps granting token exchange: a change to any app may change their peer list (the hash then decides).
-fn apps_with_token_exchange(store: &Store<NebariApp>) -> Vec<ObjectRef<NebariApp>> {
+/// The peer index key of apps with token exchange turned on.
+const TOKEN_EXCHANGE_KEY: &str = "token-exchange";
+
+/// The peer index key of apps claiming `hostname` (hostnames compare without case).
+pub fn hostname_key(hostname: &str) -> String {
+    format!("hostname:{}", hostname.to_ascii_lowercase())
+}
+
+/// What the peer index files an app under: its hostname, and whether it exchanges tokens.
+fn peer_keys(app: &NebariApp) -> Vec<String> {
+    let mut keys = vec![hostname_key(&app.spec.hostname)];
+    let exchanges = app
+        .spec
+        .auth
+        .as_ref()
+        .and_then(|a| a.token_exchange.as_ref())
+        .is_some_and(|t| t.enabled);
+    if exchanges {
+        keys.push(TOKEN_EXCHANGE_KEY.to_string());
+    }
+    keys
+}
+
+/// The apps filed under `key` (from `index` once it has listed, else by scanning the cache).
+fn apps_keyed(store: &Store<NebariApp>, index: Option<&KeyIndex<NebariApp>>, key: &str) -> Vec<ObjectRef<NebariApp>> {
+    if let Some(found) = index.and_then(|index| index.get(key)) {
+        return found;
+    }
     store
         .state()
         .iter()
-        .filter(|app| {
-            app.spec
-                .auth
-                .as_ref()
-                .and_then(|a| a.token_exchange.as_ref())
-                .is_some_and(|t| t.enabled)
-        })
+        .filter(|app| peer_keys(app).iter().any(|k| k == key))
         .map(|app| ObjectRef::from_obj(app.as_ref()))
         .collect()
 }
 
+fn apps_with_token_exchange(
+    store: &Store<NebariApp>,
+    index: Option<&KeyIndex<NebariApp>>,
+) -> Vec<ObjectRef<NebariApp>> {
+    apps_keyed(store, index, TOKEN_EXCHANGE_KEY)
+}
+
 /// Apps (other than `changed`) claiming `changed`'s hostname: when an app appears, moves or goes, who owns its
 /// hostname may change.
-fn apps_sharing_hostname(store: &Store<NebariApp>, changed: &NebariApp) -> Vec<ObjectRef<NebariApp>> {
-    store
-        .state()
-        .iter()
-        .filter(|app| app.uid() != changed.uid() && app.spec.hostname.eq_ignore_ascii_case(&changed.spec.hostname))
-        .map(|app| ObjectRef::from_obj(app.as_ref()))
+fn apps_sharing_hostname(
+    store: &Store<NebariApp>,
+    index: Option<&KeyIndex<NebariApp>>,
+    changed: &NebariApp,
+) -> Vec<ObjectRef<NebariApp>> {
+    let itself = ObjectRef::from_obj(changed);
+    apps_keyed(store, index, &hostname_key(&changed.spec.hostname))
+        .into_iter()
+        .filter(|app| *app != itself)
         .collect()
 }
 
