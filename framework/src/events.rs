@@ -27,7 +27,8 @@ pub enum Severity {
 
 /// Publishes events for one controller, suppressing repeats.
 pub struct EventPublisher {
-    recorder: Recorder,
+    client: Client,
+    reporter: Reporter,
     last: Mutex<HashMap<(String, String), String>>,
 }
 
@@ -39,7 +40,8 @@ impl EventPublisher {
             instance: hostname_instance(),
         };
         Self {
-            recorder: Recorder::new(client, reporter),
+            client,
+            reporter,
             last: Mutex::new(HashMap::new()),
         }
     }
@@ -69,7 +71,11 @@ impl EventPublisher {
             action: action.to_string(),
             secondary: None,
         };
-        if let Err(error) = self.recorder.publish(&event, object).await {
+        // A recorder per event: kube-runtime's `Recorder` scans every event it published in the last minutes on
+        // each publish (to expire them), which made publishing O(N) and a round over N objects O(N²). Its one
+        // use, counting a repeated event as a series, is covered by not repeating events at all (above).
+        let recorder = Recorder::new(self.client.clone(), self.reporter.clone());
+        if let Err(error) = recorder.publish(&event, object).await {
             tracing::warn!(%error, reason, "failed to publish event");
             // Forget it so the next attempt publishes again.
             if let Ok(mut last) = self.last.lock() {
