@@ -34,6 +34,7 @@ mod pod_security;
 mod protobuf;
 mod reads;
 mod request;
+mod request_log;
 mod resources;
 mod selectors;
 mod server;

@@ -2,9 +2,9 @@
 //! verb, and the handle tests use to reach it.
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime};
 
 use axum::Router;
 use axum::body::Bytes;
@@ -30,6 +30,7 @@ use super::openapi;
 use super::partial;
 use super::reads;
 use super::request::{Output, Query, ResourcePath, negotiate, parse_resource_path, wants_aggregated_discovery};
+use super::request_log::RequestLog;
 use super::resources::{GroupResource, ResourceDef};
 use super::status::ApiError;
 use super::store::{DEFAULT_HISTORY, Store};
@@ -46,6 +47,8 @@ pub struct ServerConfig {
     pub history_capacity: usize,
     /// How often idle watches with `allowWatchBookmarks` get a BOOKMARK.
     pub bookmark_interval: Duration,
+    /// Where to write one line per request (arrival, time taken, answer), if anywhere.
+    pub request_log: Option<PathBuf>,
 }
 
 impl Default for ServerConfig {
@@ -54,6 +57,7 @@ impl Default for ServerConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             history_capacity: DEFAULT_HISTORY,
             bookmark_interval: Duration::from_secs(60),
+            request_log: None,
         }
     }
 }
@@ -72,6 +76,14 @@ pub enum StartError {
     /// The serving certificate could not be made.
     #[error("cannot make the serving certificate: {0}")]
     Tls(#[from] emulator_kit::tls::TlsError),
+    /// The request log could not be created.
+    #[error("cannot create the request log {path}: {source}")]
+    RequestLog {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
 }
 
 /// State shared by every request and background controller.
@@ -90,6 +102,8 @@ pub struct Shared {
     pub shutdown: CancellationToken,
     /// The bookmark period for watches.
     pub bookmark_interval: Duration,
+    /// The per-request log, when configured.
+    pub request_log: Option<RequestLog>,
 }
 
 /// The resource a request addresses, resolved against the registry.
@@ -140,6 +154,13 @@ impl ApiServer {
             addr: config.listen,
             source,
         })?;
+        let request_log = match &config.request_log {
+            None => None,
+            Some(path) => Some(RequestLog::create(path).map_err(|source| StartError::RequestLog {
+                path: path.clone(),
+                source,
+            })?),
+        };
         let shared = Arc::new(Shared {
             store: Store::new(config.history_capacity),
             hooks: Hooks::default(),
@@ -148,6 +169,7 @@ impl ApiServer {
             decisions: Arc::new(DecisionLog::default()),
             shutdown: CancellationToken::new(),
             bookmark_interval: config.bookmark_interval,
+            request_log,
         });
         namespaces::create_defaults(&shared);
         auth::bootstrap::create_default_policy(&shared);
@@ -344,16 +366,43 @@ async fn dispatch(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let Some(log) = &shared.request_log else {
+        return handle(&shared, method, uri, headers, body, &mut String::new()).await;
+    };
+    let (arrival, started) = (SystemTime::now(), Instant::now());
+    let mut user = String::new();
+    let response = handle(&shared, method.clone(), uri.clone(), headers, body, &mut user).await;
+    log.record(
+        arrival,
+        started.elapsed(),
+        response.status().as_u16(),
+        &user,
+        method.as_str(),
+        &uri.to_string(),
+    );
+    response
+}
+
+/// Answers one request; `user` is set to who sent it once that is known.
+async fn handle(
+    shared: &Arc<Shared>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+    user: &mut String,
+) -> Response {
     let path = uri.path().to_string();
     let query = Query::parse(uri.query());
     tracing::debug!(%method, %uri, content_type = ?headers.get("content-type"), accept = ?headers.get("accept"), "request");
     if let Some(rest) = path.strip_prefix("/__emulator/") {
-        return hook_endpoint(&shared, &method, rest, &query, &body);
+        return hook_endpoint(shared, &method, rest, &query, &body);
     }
-    let access = match authenticate(&shared, &headers) {
+    let access = match authenticate(shared, &headers) {
         Ok(access) => access,
         Err(error) => return error.into_response(),
     };
+    user.clone_from(&access.user.name);
     let forbidden = |error: ApiError| {
         shared.decisions.record_forbidden(ForbiddenResponse {
             user: access.user.name.clone(),
@@ -369,14 +418,14 @@ async fn dispatch(
         return forbidden(error);
     }
     if method == Method::GET
-        && let Some(response) = non_resource(&shared, &path, &headers)
+        && let Some(response) = non_resource(shared, &path, &headers)
     {
         return response;
     }
     let Some(parsed) = parsed else {
         return page_not_found();
     };
-    let Some(target) = resolve(&shared, parsed) else {
+    let Some(target) = resolve(shared, parsed) else {
         return page_not_found();
     };
     let verb = verb_of(&method, &target, &query);
@@ -403,18 +452,18 @@ async fn dispatch(
     shared.hooks.on_output(&key, output.into());
     let is_review = target.def.builtin().is_some_and(|k| k.is_review());
     let result = match verb {
-        "create" if is_review => auth::reviews::review(&shared, &access, &target, &headers, &body),
+        "create" if is_review => auth::reviews::review(shared, &access, &target, &headers, &body),
         "create" if target.subresource.as_deref() == Some("token") => {
-            auth::reviews::token_request(&shared, &target, &headers, &body)
+            auth::reviews::token_request(shared, &target, &headers, &body)
         }
-        "get" => reads::get(&shared, &target, &query, output),
-        "list" => reads::list(&shared, &target, &query, output),
+        "get" => reads::get(shared, &target, &query, output),
+        "list" => reads::list(shared, &target, &query, output),
         "watch" => watch::watch(shared.clone(), &target, &query, output),
-        "create" => writes::create(&shared, &access, &target, &query, &headers, &body),
-        "update" => writes::update(&shared, &access, &target, &query, &headers, &body),
-        "patch" => writes::patch(&shared, &access, &target, &query, &headers, &body),
-        "delete" => lifecycle::delete(&shared, &target, &query, &body),
-        "deletecollection" => lifecycle::delete_collection(&shared, &target, &query, &headers, &body),
+        "create" => writes::create(shared, &access, &target, &query, &headers, &body),
+        "update" => writes::update(shared, &access, &target, &query, &headers, &body),
+        "patch" => writes::patch(shared, &access, &target, &query, &headers, &body),
+        "delete" => lifecycle::delete(shared, &target, &query, &body),
+        "deletecollection" => lifecycle::delete_collection(shared, &target, &query, &headers, &body),
         _ => Err(ApiError::method_not_allowed(&target.gr(), verb)),
     };
     let response = match result {

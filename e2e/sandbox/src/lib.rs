@@ -44,6 +44,9 @@ pub struct SandboxOptions {
     pub manager_args: Vec<String>,
     /// Apply `manifests/samples` once the manager runs (a benchmark leaves them out to count only its own).
     pub apply_samples: bool,
+    /// Have the API emulator log every request (arrival, time taken, answer) to `api-requests.log` in the work
+    /// directory: evidence for a client-side report of a request without an answer.
+    pub api_request_log: bool,
 }
 
 impl SandboxOptions {
@@ -57,6 +60,7 @@ impl SandboxOptions {
             keystone_fault_proxy: false,
             manager_args: Vec::new(),
             apply_samples: true,
+            api_request_log: false,
         }
     }
 }
@@ -106,6 +110,9 @@ impl Sandbox {
         std::fs::create_dir_all(&options.work_dir).map_err(|e| SandboxError::start("work directory", e))?;
         let api = ApiServer::start(ServerConfig {
             listen: options.api_listen,
+            request_log: options
+                .api_request_log
+                .then(|| options.work_dir.join("api-requests.log")),
             ..ServerConfig::default()
         })
         .await

@@ -27,6 +27,9 @@ struct Args {
     /// Seconds between watch bookmarks.
     #[arg(long, default_value_t = 60)]
     bookmark_seconds: u64,
+    /// Write one line per request (arrival ms, time taken ms, status, user, method, URI) to this file.
+    #[arg(long)]
+    request_log: Option<PathBuf>,
 }
 
 #[tokio::main]
@@ -40,6 +43,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         listen: args.listen,
         history_capacity: args.history,
         bookmark_interval: Duration::from_secs(args.bookmark_seconds.max(1)),
+        request_log: args.request_log,
     };
     let server = ApiServer::start(config).await?;
     if let Some(path) = &args.kubeconfig {

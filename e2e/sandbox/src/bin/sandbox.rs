@@ -26,6 +26,10 @@ struct Args {
     /// Directory for logs and state.
     #[arg(long, default_value = "target/sandbox")]
     work_dir: PathBuf,
+    /// Log every request the API emulator answers (arrival, time taken, status, user, method, URI) to
+    /// `api-requests.log` in the work directory.
+    #[arg(long)]
+    api_request_log: bool,
 }
 
 fn repo_root() -> PathBuf {
@@ -75,6 +79,7 @@ async fn main() -> ExitCode {
         keystone_fault_proxy: false,
         manager_args: Vec::new(),
         apply_samples: true,
+        api_request_log: args.api_request_log,
     };
     println!("starting the sandbox (first run installs Keystone, which takes a minute)...");
     let sandbox = match Sandbox::start(options).await {

@@ -351,6 +351,7 @@ pub async fn run(options: ChaosOptions) -> Result<Report, ChaosError> {
     let mut rng = StdRng::seed_from_u64(options.seed);
     let mut sandbox_options = SandboxOptions::in_dir(&options.work_dir, &options.repo_root);
     sandbox_options.keystone_fault_proxy = true;
+    sandbox_options.api_request_log = true;
     let mut sandbox = Sandbox::start(sandbox_options).await?;
     let client = client_for(sandbox.kubeconfig()).await;
     samples_settled(&client, options.converge_within).await?;
