@@ -3,8 +3,9 @@
 //! `spec.cluster`, ClusterRoleTemplateBindings) granting the role to `keycloakoidc_group://<group>`.
 //!
 //! Rancher keys Keycloak group principals by group *name*, so a binding needs no Keycloak id. Bindings are read
-//! once per target per reconcile (one list call) and created when missing. Duplicates (Rancher ≤ 2.13 accepts
-//! them) are tolerated while the binding is wanted; when it is removed, every copy goes.
+//! once per target per reconcile (one list call) and created when missing. Duplicates the operator made (Rancher
+//! ≤ 2.13 accepts them; two writers of a shared cluster binding can race) are cut back to one copy; when the
+//! binding is removed, every copy goes.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -51,14 +52,17 @@ pub async fn ensure(
     let mut ensured = Ensured::default();
     for key in wanted {
         if let Some(existing) = matching(&listing, target, key).first() {
-            // Someone else's binding grants the same: used, but not recorded, so never deleted by us.
-            if let Some(ours) = matching(&listing, target, key)
+            let ours: Vec<&RoleBinding> = matching(&listing, target, key)
                 .into_iter()
-                .find(|b| b.made_by_operator() || recorded.contains(&b.id))
-            {
-                ensured.ids.insert(key.clone(), ours.id.clone());
-            } else {
-                tracing::debug!(binding = %existing.id, "the binding exists and was not made by the operator");
+                .filter(|b| b.made_by_operator() || recorded.contains(&b.id))
+                .collect();
+            match ours.split_first() {
+                Some((kept, copies)) => {
+                    ensured.ids.insert(key.clone(), kept.id.clone());
+                    remove_copies(rancher, target, key, copies).await;
+                }
+                // Someone else's binding grants the same: used, but not recorded, so never deleted by us.
+                None => tracing::debug!(binding = %existing.id, "the binding exists and was not made by the operator"),
             }
             continue;
         }
@@ -90,6 +94,21 @@ pub async fn ensure(
     }
     ensured.listing = listing;
     Ok(ensured)
+}
+
+/// Deletes the further copies of a binding the operator made. Two writers — reconciles of objects sharing a
+/// cluster binding, in one replica or in two shards — can both find it missing and both create it, and Rancher
+/// ≤ 2.13 keeps both. Every writer keeps the same copy (the smallest id) and deletes the others it made, so the
+/// copies converge to one. A failure is only logged: the next pass tries again.
+async fn remove_copies(rancher: &RancherClient, target: &BindingTarget, key: &BindingKey, copies: &[&RoleBinding]) {
+    for copy in copies.iter().filter(|b| b.made_by_operator()) {
+        match rancher.delete_binding(target, &copy.id).await {
+            Ok(_) => {
+                tracing::info!(binding = %copy.id, group = %key.group, role = %key.role, "deleted a duplicate role binding")
+            }
+            Err(error) => tracing::warn!(binding = %copy.id, %error, "could not delete a duplicate role binding"),
+        }
+    }
 }
 
 /// Deletes the bindings of `key` on `target` found in `listing` that the operator made (or that the status
