@@ -19,6 +19,9 @@ use super::install::OperatorIdentity;
 use super::wait::{Deadline, wait_until};
 use kube_emulator::{DecisionLog, ForbiddenResponse};
 
+/// Numbers the managers a test process starts.
+static NEXT_PROCESS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
 /// Who the manager authenticates as.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Identity {
@@ -109,6 +112,8 @@ pub struct ManagerProcess {
     options: ManagerOptions,
     log_dir: PathBuf,
     starts: u32,
+    /// Which manager of this test process it is (names its log files).
+    process: u32,
     /// The user the manager authenticates as, and the emulator's decision log to check its answers in.
     audit: Option<(String, Arc<DecisionLog>)>,
     pod_namespace: Option<String>,
@@ -239,6 +244,7 @@ impl ManagerProcess {
             options,
             log_dir: cluster.dir().to_path_buf(),
             starts: 0,
+            process: NEXT_PROCESS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             audit,
             pod_namespace: identity.map(|i| i.namespace),
             container: None,
@@ -269,7 +275,10 @@ impl ManagerProcess {
         self.starts += 1;
         let metrics_port = free_port();
         let health_port = free_port();
-        self.log_path = self.log_dir.join(format!("manager-{}.log", self.starts));
+        // Several managers may share a cluster (failover, shards): each process writes logs of its own.
+        self.log_path = self
+            .log_dir
+            .join(format!("manager-{}-{}.log", self.process, self.starts));
         let log = std::fs::File::create(&self.log_path).expect("create manager log");
         let err_log = log.try_clone().expect("clone log handle");
         // Text logs for people reading a failed test, unless the test asks for another format.
