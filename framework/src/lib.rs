@@ -37,6 +37,7 @@ pub mod queue;
 pub mod runner;
 pub mod sanitize;
 pub mod secrets;
+pub mod shard;
 pub mod shutdown;
 pub mod status;
 pub mod triggers;

@@ -35,6 +35,7 @@ use crate::finalizer::{self, FinalizerSpec};
 use crate::metrics::{ControllerMetrics, Metrics, ObjectGauge, ObjectReadiness, ReconcileResult};
 use crate::namespaces::WatchedNamespaces;
 use crate::queue::QueueProbe;
+use crate::shard::Shard;
 use crate::triggers::Triggers;
 
 /// What a successful reconcile asks for next.
@@ -269,6 +270,8 @@ pub struct ControllerDefaults {
     pub backoff: BackoffPolicy,
     /// The longest one reconcile may run before it is abandoned and retried.
     pub reconcile_timeout: Duration,
+    /// The share of the objects this replica reconciles.
+    pub shard: Shard,
 }
 
 impl Default for ControllerDefaults {
@@ -279,6 +282,7 @@ impl Default for ControllerDefaults {
             field_manager_prefix: "manager".into(),
             backoff: BackoffPolicy::default(),
             reconcile_timeout: Duration::from_secs(300),
+            shard: Shard::WHOLE,
         }
     }
 }
@@ -393,7 +397,14 @@ async fn run_scope<R: Reconciler>(state: Arc<State<R>>, scope: Scope, runtime: R
     let name = state.reconciler.name();
     let concurrency = runtime.defaults.concurrency;
     let api: Api<R::Resource> = scope.api();
-    let triggers = Triggers::new(api, watcher::Config::default(), state.queue.clone(), R::STATUS_TRIGGERS);
+    let shard = runtime.defaults.shard;
+    let triggers = Triggers::new(
+        api,
+        watcher::Config::default(),
+        state.queue.clone(),
+        R::STATUS_TRIGGERS,
+        shard,
+    );
     let controller = state
         .reconciler
         .watches(triggers, &scope)
@@ -408,6 +419,7 @@ async fn run_scope<R: Reconciler>(state: Arc<State<R>>, scope: Scope, runtime: R
             counted
                 .state()
                 .iter()
+                .filter(|obj| shard.owns_object(obj.as_ref()))
                 .map(|obj| readiness(R::ready_condition(obj)))
                 .collect()
         }),
@@ -418,6 +430,7 @@ async fn run_scope<R: Reconciler>(state: Arc<State<R>>, scope: Scope, runtime: R
             gauged
                 .state()
                 .iter()
+                .filter(|obj| shard.owns_object(obj.as_ref()))
                 .flat_map(|obj| {
                     let (namespace, name) = (obj.namespace().unwrap_or_default(), obj.name_any());
                     R::object_gauges(obj)

@@ -21,13 +21,16 @@ use serde::de::DeserializeOwned;
 
 use crate::child_cache::{ChildCache, FeedRecorder};
 use crate::queue::QueueProbe;
+use crate::shard::Shard;
 
-/// The watches of one controller in one scope, with every trigger reported to its queue probe.
+/// The watches of one controller in one scope, with every trigger reported to its queue probe. Only objects of
+/// the replica's [`Shard`] are ever triggered, whichever watch names them.
 pub struct Triggers<K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static> {
     controller: Controller<K>,
     store: Store<K>,
     probe: QueueProbe<K>,
     children: Option<ChildCache>,
+    shard: Shard,
 }
 
 impl<K> Triggers<K>
@@ -36,8 +39,14 @@ where
 {
     /// Watches `api` (the controller's own kind) into a cache, triggering each object whose wanted state changed
     /// (see [`wanted_state`]; with `status_triggers`, any change but the resourceVersion and managedFields); every
-    /// change still reaches the cache, without its managedFields.
-    pub fn new(api: Api<K>, config: watcher::Config, probe: QueueProbe<K>, status_triggers: bool) -> Self {
+    /// change still reaches the cache, without its managedFields. Only objects of `shard` trigger.
+    pub fn new(
+        api: Api<K>,
+        config: watcher::Config,
+        probe: QueueProbe<K>,
+        status_triggers: bool,
+        shard: Shard,
+    ) -> Self {
         let (store, writer) = reflector::store();
         let seen = probe.clone();
         let predicate = move |obj: &K| match status_triggers {
@@ -48,8 +57,10 @@ where
         let watched = watcher(api, config)
             .default_backoff()
             .modify(|obj| obj.managed_fields_mut().clear());
+        // The store keeps every object (peers span shards); only this shard's objects trigger.
         let own = reflector::reflector(writer, watched)
             .applied_objects()
+            .try_filter(move |obj| std::future::ready(shard.owns_object(obj)))
             .predicate_filter(predicate, PredicateConfig::default())
             .inspect_ok(move |obj| seen.triggered(ObjectRef::from_obj(obj)));
         Self {
@@ -57,6 +68,7 @@ where
             store,
             probe,
             children: None,
+            shard,
         }
     }
 
@@ -85,7 +97,7 @@ where
     where
         Child: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     {
-        let seen = self.probe.clone();
+        let (seen, shard) = (self.probe.clone(), self.shard);
         let recorder = self.recorder::<Child>(api.namespace());
         // kube-runtime's own `owns` watches children this way (metadata only).
         #[allow(deprecated)]
@@ -93,6 +105,12 @@ where
             .default_backoff()
             .inspect_ok(move |event| record(recorder.as_ref(), event))
             .touched_objects()
+            .try_filter(move |child| {
+                let ours = controller_owners::<K, _>(child)
+                    .iter()
+                    .any(|owner| shard.owns_ref(owner));
+                std::future::ready(ours)
+            })
             .inspect_ok(move |child| {
                 for owner in controller_owners::<K, _>(child) {
                     seen.triggered(owner);
@@ -132,9 +150,9 @@ where
         I: IntoIterator<Item = ObjectRef<K>> + 'static,
         I::IntoIter: Send,
     {
-        let seen = self.probe.clone();
+        let (seen, shard) = (self.probe.clone(), self.shard);
         let mapper = move |other: Other| {
-            let objects: Vec<ObjectRef<K>> = mapper(other).into_iter().collect();
+            let objects: Vec<ObjectRef<K>> = mapper(other).into_iter().filter(|o| shard.owns_ref(o)).collect();
             for object in &objects {
                 seen.triggered(object.clone());
             }
@@ -151,17 +169,24 @@ where
         self.with_controller(|controller| controller.watches_stream(others, mapper))
     }
 
-    /// Triggers every cached object each time `signal` yields (a change that concerns them all, e.g. the
+    /// Triggers every cached object of the shard each time `signal` yields (a change that concerns them all, e.g. the
     /// endpoint they share).
     #[must_use]
     pub fn reconcile_all_on(self, signal: impl Stream<Item = ()> + Send + 'static) -> Self {
-        let (seen, store) = (self.probe.clone(), self.store.clone());
-        let signal = futures::StreamExt::inspect(signal, move |()| {
-            for obj in store.state() {
-                seen.triggered(ObjectRef::from_obj(obj.as_ref()));
+        let (seen, store, shard) = (self.probe.clone(), self.store.clone(), self.shard);
+        let objects = futures::StreamExt::flat_map(signal, move |()| {
+            let ours: Vec<ObjectRef<K>> = store
+                .state()
+                .iter()
+                .filter(|obj| shard.owns_object(obj.as_ref()))
+                .map(|obj| ObjectRef::from_obj(obj.as_ref()))
+                .collect();
+            for object in &ours {
+                seen.triggered(object.clone());
             }
+            futures::stream::iter(ours)
         });
-        self.with_controller(|controller| controller.reconcile_all_on(signal))
+        self.with_controller(|controller| controller.reconcile_on(objects))
     }
 
     fn with_controller(self, change: impl FnOnce(Controller<K>) -> Controller<K>) -> Self {
@@ -170,6 +195,7 @@ where
             store: self.store,
             probe: self.probe,
             children: self.children,
+            shard: self.shard,
         }
     }
 

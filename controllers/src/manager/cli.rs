@@ -6,6 +6,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use framework::runner::ControllerDefaults;
 use framework::secrets::SecretRef;
+use framework::shard::{Shard, ShardError};
 
 use crate::application_credential::KeystoneApplicationCredentialSettings;
 use crate::application_credential::orphans::CredentialOrphanSettings;
@@ -112,6 +113,15 @@ pub struct RunArgs {
     /// Reconciles each controller runs at once (per watched namespace).
     #[arg(long, env = "MAX_CONCURRENT_RECONCILES", default_value_t = 4)]
     pub max_concurrent_reconciles: u16,
+
+    /// Split the objects among this many shards (separate Deployments); this replica reconciles only its own
+    /// shard's (a stable hash of namespace and name). Each shard elects its own leader.
+    #[arg(long, env = "SHARD_COUNT", default_value_t = 1)]
+    pub shard_count: u32,
+
+    /// Which shard this replica reconciles, 0 to `--shard-count` - 1.
+    #[arg(long, env = "SHARD_INDEX", default_value_t = 0)]
+    pub shard_index: u32,
 
     /// Seconds one reconcile may run before it is abandoned and retried with backoff (a stuck call never holds a
     /// worker for good).
@@ -722,9 +732,15 @@ fn seconds(value: u64) -> Duration {
 }
 
 impl Cli {
-    /// What every controller runs with.
-    pub fn controller_defaults(&self) -> ControllerDefaults {
+    /// The share of the objects this replica reconciles.
+    pub fn shard(&self) -> Result<Shard, ShardError> {
+        Shard::new(self.run.shard_count, self.run.shard_index)
+    }
+
+    /// What every controller runs with, reconciling `shard`'s objects.
+    pub fn controller_defaults(&self, shard: Shard) -> ControllerDefaults {
         ControllerDefaults {
+            shard,
             namespaces: self.run.watch_namespaces.clone(),
             concurrency: self.run.max_concurrent_reconciles,
             field_manager_prefix: FIELD_MANAGER_PREFIX.to_string(),
@@ -949,7 +965,7 @@ mod tests {
             SecretRef::new("kc", "nebari-realm-admin-credentials")
         );
         assert_eq!(nebari.internal_issuer(), "http://kc:8080/auth/realms/nebari");
-        let defaults = cli.controller_defaults();
+        let defaults = cli.controller_defaults(Shard::WHOLE);
         assert_eq!(defaults.namespaces, vec!["a", "b"]);
         assert_eq!(defaults.field_manager("nebariapp"), "platform-operator-nebariapp");
         assert_eq!(cli.keystone_application_credential.settings().fallback_url, None);
@@ -975,5 +991,22 @@ mod tests {
             error.to_string().contains("the only placeholder is {namespace}"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn shard_flags_name_one_shard_and_its_lease_or_stop_the_start() {
+        let cli = Cli::parse_from(["manager", "--shard-count=3", "--shard-index=2"]);
+        let shard = cli.shard().expect("a valid shard");
+        assert_eq!((shard.count(), shard.index()), (3, 2));
+        assert_eq!(cli.controller_defaults(shard).shard, shard);
+        assert_eq!(
+            shard.lease_name(&cli.run.leader_election_id),
+            "platform-operator-leader-shard-2"
+        );
+        assert_eq!(Cli::parse_from(["manager"]).shard(), Ok(Shard::WHOLE));
+        let error = Cli::parse_from(["manager", "--shard-count=3", "--shard-index=3"])
+            .shard()
+            .expect_err("index out of range");
+        assert_eq!(error, ShardError::OutOfRange { index: 3, count: 3 });
     }
 }

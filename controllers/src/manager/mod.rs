@@ -38,6 +38,9 @@ pub enum ManagerError {
     /// Leader election failed or was lost.
     #[error(transparent)]
     Leader(#[from] framework::leader::LeaderError),
+    /// The shard flags name no shard.
+    #[error(transparent)]
+    Shard(#[from] framework::shard::ShardError),
 }
 
 /// Runs the manager until SIGTERM/SIGINT (clean exit) or a fatal error.
@@ -46,6 +49,14 @@ pub async fn run(cli: Cli) -> Result<(), ManagerError> {
     tokio::spawn(framework::shutdown::cancel_on_signal(shutdown.clone()));
 
     let entries = registry::select(&cli.run.controllers)?;
+    let shard = cli.shard()?;
+    if shard.is_sharded() {
+        tracing::info!(
+            shard = shard.index(),
+            of = shard.count(),
+            "reconciling one shard of the objects"
+        );
+    }
     let metrics = Metrics::new()?;
     let readiness = Readiness::default();
     let client = framework::kube_client::instrumented_client(&metrics, cli.client_settings()).await?;
@@ -72,12 +83,12 @@ pub async fn run(cli: Cli) -> Result<(), ManagerError> {
         metrics: metrics.clone(),
         readiness,
         shutdown: shutdown.clone(),
-        defaults: cli.controller_defaults(),
+        defaults: cli.controller_defaults(shard),
     };
 
     let leadership = if cli.run.leader_elect {
         let settings = LeaderSettings {
-            lease_name: cli.run.leader_election_id.clone(),
+            lease_name: shard.lease_name(&cli.run.leader_election_id),
             namespace: cli
                 .run
                 .leader_election_namespace

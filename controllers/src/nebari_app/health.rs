@@ -8,7 +8,7 @@
 //! ten intervals (so `lastCheckTime` shows the checks still run without a write, and a reconcile, per check);
 //! an event is recorded only when the health changes. The metric always has the latest result.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use crds::nebari::{HealthCheckConfig, HealthStatus, NebariApp, ServiceHealth};
 use framework::events::{EventPublisher, Severity};
 use framework::metrics::Metrics;
+use framework::shard::Shard;
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, Patch, PatchParams};
@@ -155,8 +156,14 @@ impl Prober {
         self.stores.lock().unwrap_or_else(PoisonError::into_inner).push(store);
     }
 
-    /// Probes until `shutdown`; returns at once when health checks are off.
-    pub async fn run(self: Arc<Self>, client: kube::Client, events: EventPublisher, shutdown: CancellationToken) {
+    /// Probes the apps of `shard` until `shutdown`; returns at once when health checks are off.
+    pub async fn run(
+        self: Arc<Self>,
+        client: kube::Client,
+        events: EventPublisher,
+        shard: Shard,
+        shutdown: CancellationToken,
+    ) {
         if !self.settings.enabled {
             return;
         }
@@ -180,7 +187,7 @@ impl Prober {
                 _ = shutdown.cancelled() => return,
                 _ = tick.tick() => {}
             }
-            for (app, check) in self.due() {
+            for (app, check) in self.due(shard) {
                 let Ok(permit) = permits.clone().acquire_owned().await else {
                     return;
                 };
@@ -196,25 +203,26 @@ impl Prober {
         }
     }
 
-    /// The apps whose check is due now (marked in flight); forgets apps that no longer have one.
-    fn due(&self) -> Vec<(Arc<NebariApp>, HealthCheckConfig)> {
+    /// The apps of `shard` whose check is due now (marked in flight); forgets apps that no longer have one.
+    fn due(&self, shard: Shard) -> Vec<(Arc<NebariApp>, HealthCheckConfig)> {
         let apps: Vec<Arc<NebariApp>> = self
             .stores
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .iter()
             .flat_map(Store::state)
+            .filter(|app| shard.owns_object(app.as_ref()))
             .collect();
         let now = Instant::now();
         let mut tracks = self.tracks.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut checked = Vec::new();
+        let mut checked = HashSet::new();
         let mut due = Vec::new();
         for app in apps {
             let Some(check) = due_check(&app).cloned() else {
                 continue;
             };
             let key = ObjectRef::from_obj(app.as_ref());
-            checked.push(key.clone());
+            checked.insert(key.clone());
             let track = tracks.entry(key).or_default();
             if !track.in_flight && track.next_due.is_none_or(|at| at <= now) {
                 track.in_flight = true;

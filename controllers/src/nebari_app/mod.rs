@@ -406,7 +406,8 @@ pub fn start(runtime: &Runtime, mut settings: NebariAppSettings) -> Result<Runni
     let namespaces = &runtime.defaults.namespaces;
     settings.orphans.watched = (!namespaces.is_empty()).then(|| namespaces.clone());
     let controller = NebariAppController::new(settings, runtime.client.clone(), Some(runtime.metrics.clone()))?;
-    if controller.settings.keycloak_enabled {
+    // Orphans belong to no object, so to no shard: the first shard sweeps for all.
+    if controller.settings.keycloak_enabled && runtime.defaults.shard.runs_global_work() {
         let (sweep, shutdown) = (controller.orphans.clone(), runtime.shutdown.clone());
         let realm = controller.keycloak.realm(&controller.settings.keycloak.realm);
         tokio::spawn(async move { sweep.run(realm, shutdown).await });
@@ -415,12 +416,12 @@ pub fn start(runtime: &Runtime, mut settings: NebariAppSettings) -> Result<Runni
         runtime.client.clone(),
         &format!("{}-{NAME}", runtime.defaults.field_manager_prefix),
     );
-    tokio::spawn(
-        controller
-            .health
-            .clone()
-            .run(runtime.client.clone(), events, runtime.shutdown.clone()),
-    );
+    tokio::spawn(controller.health.clone().run(
+        runtime.client.clone(),
+        events,
+        runtime.defaults.shard,
+        runtime.shutdown.clone(),
+    ));
     Ok(framework::runner::start(Arc::new(controller), runtime))
 }
 

@@ -108,3 +108,72 @@ fn the_namespaced_install_holds_roles_only_equal_to_the_controllers_cluster_role
     let args = deployment["spec"]["template"]["spec"]["containers"][0]["args"].to_string();
     assert!(args.contains("--watch-namespace=tenant-a"), "{args}");
 }
+
+/// The arguments of a Deployment's manager container.
+fn manager_args(deployment: &Value) -> Vec<String> {
+    deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|a| a.as_str().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn the_sharded_install_runs_three_disjoint_shards_with_a_standby_each_beside_one_copy_of_everything_else() {
+    let sharded = rendered("overlays/sharded");
+    let deployments: Vec<&Value> = sharded.iter().filter(|d| d["kind"] == "Deployment").collect();
+    assert_eq!(deployments.len(), 3);
+    let mut indices = BTreeSet::new();
+    let mut selectors = BTreeSet::new();
+    let service_accounts = names(&kinds_named("overlays/sharded", "ServiceAccount"));
+    for deployment in &deployments {
+        let args = manager_args(deployment);
+        assert!(args.contains(&"--shard-count=3".to_string()), "{args:?}");
+        assert!(
+            args.contains(&"--leader-elect".to_string()),
+            "each shard elects a leader: {args:?}"
+        );
+        let index = args
+            .iter()
+            .find_map(|a| a.strip_prefix("--shard-index="))
+            .expect("a shard index");
+        indices.insert(index.to_string());
+        assert_eq!(deployment["spec"]["replicas"], 2, "a leader and a standby");
+        let selector = &deployment["spec"]["selector"]["matchLabels"];
+        assert_eq!(
+            selector["platform-operator.dev/shard"], index,
+            "the selector names the shard"
+        );
+        assert_eq!(
+            deployment["spec"]["template"]["metadata"]["labels"]["platform-operator.dev/shard"],
+            index
+        );
+        selectors.insert(selector.to_string());
+        let account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
+            .as_str()
+            .expect("a service account");
+        assert!(
+            service_accounts.contains(account),
+            "{account} is installed: {service_accounts:?}"
+        );
+        assert_eq!(deployment["metadata"]["namespace"], "platform-operator-system");
+    }
+    assert_eq!(
+        indices,
+        ["0", "1", "2"].map(String::from).into(),
+        "one Deployment per shard"
+    );
+    assert_eq!(selectors.len(), 3, "no Deployment selects another shard's pods");
+    // Everything but the Deployments is the default install's, once.
+    let others = |docs: &[Value]| -> Vec<String> {
+        let mut found: Vec<String> = docs
+            .iter()
+            .filter(|d| d["kind"] != "Deployment")
+            .map(|d| format!("{}/{}", d["kind"], d["metadata"]["name"]))
+            .collect();
+        found.sort();
+        found
+    };
+    assert_eq!(others(&sharded), others(&rendered("default")));
+}

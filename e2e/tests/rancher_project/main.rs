@@ -28,6 +28,7 @@ mod private_ca;
 mod quotas;
 mod released_versions;
 mod samples;
+mod sharding;
 mod shared_cluster_bindings;
 mod status_conflict;
 mod validation;
