@@ -29,6 +29,7 @@ pub mod metadata;
 pub mod metrics;
 pub mod names;
 pub mod namespaces;
+pub mod object_cache;
 pub mod orphans;
 pub mod peers;
 #[cfg(target_os = "linux")]

@@ -20,6 +20,7 @@ use kube::{Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 
 use crate::child_cache::{ChildCache, FeedRecorder};
+use crate::object_cache::ObjectCache;
 use crate::queue::QueueProbe;
 use crate::shard::Shard;
 
@@ -164,6 +165,45 @@ where
             .inspect_ok(move |event| {
                 record(recorder.as_ref(), event);
                 observe(event);
+            })
+            .touched_objects();
+        self.with_controller(|controller| controller.watches_stream(others, mapper))
+    }
+
+    /// As [`Self::watches`], keeping what the watch sees (without managedFields, and after `strip`, which drops
+    /// what no reader needs) in `cache` for reconciles to read instead of a GET.
+    #[must_use]
+    pub fn watches_cached<Other, I>(
+        self,
+        api: Api<Other>,
+        config: watcher::Config,
+        cache: &ObjectCache<Other>,
+        strip: impl Fn(&mut Other) + Send + 'static,
+        mapper: impl Fn(Other) -> I + Sync + Send + 'static,
+    ) -> Self
+    where
+        Other: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+        I: IntoIterator<Item = ObjectRef<K>> + 'static,
+        I::IntoIter: Send,
+    {
+        let (seen, shard) = (self.probe.clone(), self.shard);
+        let mapper = move |other: Other| {
+            let objects: Vec<ObjectRef<K>> = mapper(other).into_iter().filter(|o| shard.owns_ref(o)).collect();
+            for object in &objects {
+                seen.triggered(object.clone());
+            }
+            objects
+        };
+        let recorder = self.recorder::<Other>(api.namespace());
+        let (writer, synced) = cache.feed(api.namespace());
+        let watched = watcher(api, config).default_backoff().modify(move |obj| {
+            obj.managed_fields_mut().clear();
+            strip(obj);
+        });
+        let others = reflector::reflector(writer, watched)
+            .inspect_ok(move |event| {
+                record(recorder.as_ref(), event);
+                synced.observe(event);
             })
             .touched_objects();
         self.with_controller(|controller| controller.watches_stream(others, mapper))

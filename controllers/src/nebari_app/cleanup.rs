@@ -74,7 +74,7 @@ pub async fn cleanup(
     }
 
     let settings = &controller.settings;
-    let listeners = ListenerWriter::new(ctx, &names);
+    let listeners = ListenerWriter::new(ctx, &names, &controller.seen.gateways);
     let held = app.status.as_ref().and_then(|s| s.hostname.as_deref());
     for gateway in [&settings.public_gateway, &settings.internal_gateway] {
         listeners.withdraw(held, gateway, &settings.gateway_namespace).await?;

@@ -225,7 +225,7 @@ impl Pass<'_> {
     /// deleting the app removes them.
     pub async fn refuse_hostname(&mut self, refused: ConditionUpdate) -> Result<Outcome, NebariAppError> {
         let settings = &self.controller.settings;
-        let listeners = ListenerWriter::new(self.ctx, &self.names);
+        let listeners = ListenerWriter::new(self.ctx, &self.names, &self.controller.seen.gateways);
         for gateway in [&settings.public_gateway, &settings.internal_gateway] {
             // Only the app's own listener: a legacy-named one serving this hostname belongs to its owner.
             listeners.withdraw(None, gateway, &settings.gateway_namespace).await?;

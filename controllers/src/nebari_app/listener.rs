@@ -12,7 +12,9 @@
 
 use crds::nebari::NebariApp;
 use framework::error::{KubeError, kube_error};
+use framework::object_cache::ObjectCache;
 use framework::runner::Context;
+use gateway_api::gateways::Gateway;
 use kube::api::{Api, Patch, PatchParams};
 use kube::core::{DynamicObject, GroupVersionKind};
 use kube::discovery::ApiResource;
@@ -37,6 +39,7 @@ pub enum ListenerOutcome {
 pub struct ListenerWriter<'a> {
     ctx: &'a Context,
     names: &'a AppNames,
+    gateways: &'a ObjectCache<Gateway>,
 }
 
 fn gateway_api(ctx: &Context, namespace: &str) -> Api<DynamicObject> {
@@ -48,9 +51,18 @@ fn gateway_api(ctx: &Context, namespace: &str) -> Api<DynamicObject> {
 }
 
 impl<'a> ListenerWriter<'a> {
-    /// A writer for the app named by `names`.
-    pub fn new(ctx: &'a Context, names: &'a AppNames) -> Self {
-        Self { ctx, names }
+    /// A writer for the app named by `names`, reading the Gateways from `gateways` where it can.
+    pub fn new(ctx: &'a Context, names: &'a AppNames, gateways: &'a ObjectCache<Gateway>) -> Self {
+        Self { ctx, names, gateways }
+    }
+
+    /// The Gateway as the watch last saw it, or read afresh when no synced watch covers it. A copy that lags our
+    /// own last write is revisited: that write's watch event triggers the apps on the Gateway again.
+    async fn seen_gateway(&self, gateway: &str, namespace: &str) -> Result<Option<Value>, NebariAppError> {
+        match self.gateways.get(Some(namespace), gateway).known() {
+            Some(cached) => Ok(cached.map(|g| serde_json::to_value(g.as_ref()).unwrap_or(Value::Null))),
+            None => self.live_gateway(gateway, namespace).await,
+        }
     }
 
     async fn live_gateway(&self, gateway: &str, namespace: &str) -> Result<Option<Value>, NebariAppError> {
@@ -69,7 +81,7 @@ impl<'a> ListenerWriter<'a> {
         namespace: &str,
         secret: &str,
     ) -> Result<ListenerOutcome, NebariAppError> {
-        let Some(live) = self.live_gateway(gateway, namespace).await? else {
+        let Some(live) = self.seen_gateway(gateway, namespace).await? else {
             return Ok(ListenerOutcome::GatewayMissing);
         };
         self.retire_legacy(&live, &app.spec.hostname, gateway, namespace)
@@ -116,7 +128,7 @@ impl<'a> ListenerWriter<'a> {
     /// `gateway` if it is there. Writes nothing when neither is.
     pub async fn withdraw(&self, held: Option<&str>, gateway: &str, namespace: &str) -> Result<(), NebariAppError> {
         let listener = self.names.listener();
-        let Some(live) = self.live_gateway(gateway, namespace).await? else {
+        let Some(live) = self.seen_gateway(gateway, namespace).await? else {
             return Ok(());
         };
         if let Some(held) = held {

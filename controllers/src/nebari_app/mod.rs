@@ -48,6 +48,7 @@ use framework::children::{ChildConfig, ChildKinds, ChildSet, Placement};
 use framework::clock::{Clock, SystemClock};
 use framework::finalizer::FinalizerSpec;
 use framework::index::KeyIndex;
+use framework::object_cache::ObjectCache;
 use framework::peers::Peers;
 use framework::runner::{Context, Outcome, Reconciler, Running, Runtime, Scope, StartError};
 use framework::triggers::Triggers;
@@ -100,6 +101,20 @@ pub struct NebariAppController {
     pub orphans: Arc<orphans::OrphanSweep>,
     /// The apps' children as the watches saw them, so pruning lists nothing.
     pub children: ChildCache,
+    /// Namespaces (for the opt-in label), Services and the shared Gateways as their watches saw them, so a pass
+    /// reads them without a request.
+    pub seen: Seen,
+}
+
+/// The watched objects reconciles read from the watches' caches.
+#[derive(Clone, Default)]
+pub struct Seen {
+    /// Namespaces, labels only (watched only when the whole cluster is).
+    pub namespaces: ObjectCache<Namespace>,
+    /// Services, without annotations or status.
+    pub services: ObjectCache<Service>,
+    /// The Gateways of the gateway namespace.
+    pub gateways: ObjectCache<Gateway>,
 }
 
 impl NebariAppController {
@@ -131,6 +146,7 @@ impl NebariAppController {
             health: Arc::new(health),
             orphans: Arc::new(orphans),
             children: ChildCache::new(MANAGED_BY, OWNER_ANNOTATION),
+            seen: Seen::default(),
         })
     }
 
@@ -213,9 +229,18 @@ impl Reconciler for NebariAppController {
         // holds no cluster-wide grant to watch Namespaces; its apps re-read the label instead (see reconcile).
         let triggers = if scope.namespace().is_none() {
             let namespaces: Api<Namespace> = Api::all(scope.client().clone());
-            triggers.watches(namespaces, watcher::Config::default(), move |ns| {
-                apps_in_namespace(&by_namespace, &ns.name_any())
-            })
+            triggers.watches_cached(
+                namespaces,
+                watcher::Config::default(),
+                &self.seen.namespaces,
+                |ns| {
+                    // Only the opt-in label is read.
+                    ns.metadata.annotations = None;
+                    ns.spec = None;
+                    ns.status = None;
+                },
+                move |ns| apps_in_namespace(&by_namespace, &ns.name_any()),
+            )
         } else {
             triggers
         };
@@ -225,17 +250,29 @@ impl Reconciler for NebariAppController {
             .owns(scope.api::<Secret>(), managed.clone())
             .owns(scope.api::<Role>(), managed.clone())
             .owns(scope.api::<RoleBinding>(), managed.clone())
-            .watches(scope.api::<Service>(), watcher::Config::default(), move |svc| {
-                apps_using_service(&by_service, &svc)
-            })
+            .watches_cached(
+                scope.api::<Service>(),
+                watcher::Config::default(),
+                &self.seen.services,
+                |svc| {
+                    // Only the ports are read.
+                    svc.metadata.annotations = None;
+                    svc.status = None;
+                },
+                move |svc| apps_using_service(&by_service, &svc),
+            )
             .watches(
                 certificates,
                 watcher::Config::default().labels(tls::APP_NAME_LABEL),
                 |cert| app_of_certificate(&cert),
             )
-            .watches(gateways, watcher::Config::default(), move |gw| {
-                apps_on_gateway(&by_gateway, &settings, &gw.name_any())
-            })
+            .watches_cached(
+                gateways,
+                watcher::Config::default(),
+                &self.seen.gateways,
+                |_| {},
+                move |gw| apps_on_gateway(&by_gateway, &settings, &gw.name_any()),
+            )
             .watches(tls_secrets, watcher::Config::default(), move |secret| {
                 apps_serving_secret(&by_tls_secret, &secret.name_any())
             })

@@ -1,6 +1,8 @@
 //! Step 1: what must hold before anything is created for an app: its namespace opted in, and its backend
 //! Service exists with the port the app names. A failed check is the app's Ready condition and stops the pass.
+//! Both are read from the watches' caches when a synced watch covers them (no request), else from the API.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use framework::conditions::{ConditionUpdate, READY};
@@ -23,11 +25,15 @@ impl Pass<'_> {
     /// The Ready condition that blocks the app, or `None` when every prerequisite holds.
     pub async fn prerequisites(&self) -> Result<Option<ConditionUpdate>, NebariAppError> {
         let namespace = &self.names.namespace;
-        let namespaces: Api<Namespace> = Api::all(self.ctx.client.clone());
-        let ns = namespaces
-            .get_opt(namespace)
-            .await
-            .map_err(kube_error("reading the namespace"))?;
+        let seen = &self.controller.seen;
+        let ns = match seen.namespaces.get(None, namespace).known() {
+            Some(cached) => cached,
+            None => Api::<Namespace>::all(self.ctx.client.clone())
+                .get_opt(namespace)
+                .await
+                .map_err(kube_error("reading the namespace"))?
+                .map(Arc::new),
+        };
         let opted_in = ns
             .as_ref()
             .and_then(|n| n.labels().get(OPT_IN_LABEL))
@@ -41,13 +47,16 @@ impl Pass<'_> {
         }
         let backend = &self.app.spec.service;
         let service_namespace = backend.namespace.clone().unwrap_or_else(|| namespace.clone());
-        let services: Api<Service> = Api::namespaced(self.ctx.client.clone(), &service_namespace);
-        let service = services
-            .get_opt(&backend.name)
-            .await
-            .map_err(kube_error("reading the backend Service"))?;
+        let service = match seen.services.get(Some(&service_namespace), &backend.name).known() {
+            Some(cached) => cached,
+            None => Api::<Service>::namespaced(self.ctx.client.clone(), &service_namespace)
+                .get_opt(&backend.name)
+                .await
+                .map_err(kube_error("reading the backend Service"))?
+                .map(Arc::new),
+        };
         Ok(service_port_problem(
-            service.as_ref(),
+            service.as_deref(),
             &service_namespace,
             &backend.name,
             backend.port,

@@ -113,7 +113,7 @@ impl Pass<'_> {
         let settings = &self.controller.settings;
         let gateway_ns = settings.gateway_namespace.as_str();
         let target_gateway = settings.gateway_name(self.app.spec.gateway);
-        let listeners = ListenerWriter::new(self.ctx, &self.names);
+        let listeners = ListenerWriter::new(self.ctx, &self.names, &self.controller.seen.gateways);
 
         // The app's listener lives on at most one Gateway: withdraw it from every Gateway that is not the target.
         for gateway in [&settings.public_gateway, &settings.internal_gateway] {
