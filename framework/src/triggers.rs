@@ -65,7 +65,7 @@ where
             .predicate_filter(predicate, PredicateConfig::default())
             .inspect_ok(move |obj| seen.triggered(ObjectRef::from_obj(obj)));
         Self {
-            controller: Controller::for_stream(own, store.clone()),
+            controller: Controller::for_stream(own, store.clone()).trigger_backoff(NoPause),
             store,
             probe,
             children: None,
@@ -243,6 +243,26 @@ where
     pub fn into_controller(self) -> Controller<K> {
         self.controller
     }
+}
+
+/// The pause of a controller's *whole* trigger stream after any one watch fails: none. kube-runtime's default
+/// pauses every trigger of the controller after each error of any of its watches (0.8 s, doubling to 30 s per
+/// further error), so a burst of errors — every watch expiring after the API server compacted its history —
+/// stopped a controller for minutes (the chaos run saw NebariApp deletions ignored for 5 minutes). Each watch
+/// here backs off on its own instead (`default_backoff` on every watcher), so one failing watch never holds up
+/// the others.
+struct NoPause;
+
+impl Iterator for NoPause {
+    type Item = std::time::Duration;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        Some(std::time::Duration::ZERO)
+    }
+}
+
+impl kube::runtime::utils::Backoff for NoPause {
+    fn reset(&mut self) {}
 }
 
 fn record<K: Resource>(recorder: Option<&FeedRecorder>, event: &watcher::Event<K>) {

@@ -8,3 +8,4 @@ mod children;
 mod leader;
 mod runner;
 mod secret_hygiene;
+mod trigger_errors;
