@@ -8,12 +8,13 @@
 //! the watch event takes; that event triggers the readers again, so a decision made on the older copy is
 //! revisited.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use kube::Resource;
 use kube::runtime::reflector::{self, ObjectRef, Store, store::Writer};
 use kube::runtime::watcher;
+use tokio::sync::watch;
 
 /// What the cache knows of one object.
 #[derive(Debug)]
@@ -40,7 +41,17 @@ impl<K> Cached<K> {
 struct Feed<K: Resource<DynamicType = ()> + 'static> {
     namespace: Option<String>,
     store: Store<K>,
-    synced: Arc<AtomicBool>,
+    synced: watch::Receiver<bool>,
+}
+
+impl<K: Resource<DynamicType = ()> + 'static> Feed<K> {
+    fn covers(&self, namespace: Option<&str>) -> bool {
+        self.namespace.is_none() || self.namespace.as_deref() == namespace
+    }
+
+    fn is_synced(&self) -> bool {
+        *self.synced.borrow()
+    }
 }
 
 /// The objects of kind `K` that the controller's watches saw, per watched namespace (or all). Cheap to clone.
@@ -64,13 +75,13 @@ impl<K: Resource<DynamicType = ()> + 'static> Default for ObjectCache<K> {
 
 /// Marks one watch's share of an [`ObjectCache`] as listed once its first list completes.
 #[derive(Clone)]
-pub struct SyncMark(Arc<AtomicBool>);
+pub struct SyncMark(Arc<watch::Sender<bool>>);
 
 impl SyncMark {
     /// Notes a watch event after the reflector applied it.
     pub fn observe<K>(&self, event: &watcher::Event<K>) {
         if matches!(event, watcher::Event::InitDone) {
-            self.0.store(true, Ordering::Release);
+            self.0.send_if_modified(|synced| !std::mem::replace(synced, true));
         }
     }
 }
@@ -83,22 +94,51 @@ where
     /// writer its events go through, and the mark its events are then shown to.
     pub fn feed(&self, namespace: Option<&str>) -> (Writer<K>, SyncMark) {
         let (store, writer) = reflector::store();
-        let synced = Arc::new(AtomicBool::new(false));
+        let (synced, listed) = watch::channel(false);
         self.feeds.lock().unwrap_or_else(PoisonError::into_inner).push(Feed {
             namespace: namespace.map(str::to_string),
             store,
-            synced: synced.clone(),
+            synced: listed,
         });
-        (writer, SyncMark(synced))
+        (writer, SyncMark(Arc::new(synced)))
+    }
+
+    /// Every object in `namespace` (`None`: all), if a synced watch covers it.
+    pub fn list(&self, namespace: Option<&str>) -> Option<Vec<Arc<K>>> {
+        let feeds = self.feeds.lock().unwrap_or_else(PoisonError::into_inner);
+        let feed = feeds.iter().find(|feed| feed.is_synced() && feed.covers(namespace))?;
+        Some(
+            feed.store
+                .state()
+                .into_iter()
+                .filter(|obj| namespace.is_none() || obj.meta().namespace.as_deref() == namespace)
+                .collect(),
+        )
+    }
+
+    /// As [`Self::get`], but when a watch covers the namespace and has not finished its first list yet (a
+    /// reconcile right after start-up), waits up to `within` for it instead of answering [`Cached::Unknown`]:
+    /// where a watch covers the object the caller then never needs a read grant of its own.
+    pub async fn get_when_listed(&self, namespace: Option<&str>, name: &str, within: Duration) -> Cached<K> {
+        let pending = {
+            let feeds = self.feeds.lock().unwrap_or_else(PoisonError::into_inner);
+            let covering: Vec<&Feed<K>> = feeds.iter().filter(|feed| feed.covers(namespace)).collect();
+            match covering.iter().any(|feed| feed.is_synced()) {
+                true => None,
+                false => covering.first().map(|feed| feed.synced.clone()),
+            }
+        };
+        if let Some(mut listed) = pending {
+            // A watch that does not list in time (or whose writer is gone) leaves the answer to the caller.
+            let _ = tokio::time::timeout(within, listed.wait_for(|synced| *synced)).await;
+        }
+        self.get(namespace, name)
     }
 
     /// The object `name` in `namespace` (`None` for a cluster-scoped kind), if a synced watch covers it.
     pub fn get(&self, namespace: Option<&str>, name: &str) -> Cached<K> {
         let feeds = self.feeds.lock().unwrap_or_else(PoisonError::into_inner);
-        let covering = feeds
-            .iter()
-            .filter(|feed| feed.synced.load(Ordering::Acquire))
-            .find(|feed| feed.namespace.is_none() || feed.namespace.as_deref() == namespace);
+        let covering = feeds.iter().find(|feed| feed.is_synced() && feed.covers(namespace));
         let Some(feed) = covering else {
             return Cached::Unknown;
         };
@@ -155,6 +195,28 @@ mod tests {
         );
         apply(&mut team, watcher::Event::Delete(service("team", "web")));
         assert!(matches!(cache.get(Some("team"), "web"), Cached::Absent));
+    }
+
+    #[tokio::test]
+    async fn a_read_waits_for_the_covering_watch_to_list_but_not_for_an_uncovered_namespace() {
+        let cache = ObjectCache::<Service>::default();
+        let mut team = cache.feed(Some("team"));
+        apply(&mut team, watcher::Event::Init);
+        apply(&mut team, watcher::Event::InitApply(service("team", "web")));
+        let lister = tokio::spawn(async move {
+            tokio::task::yield_now().await;
+            apply(&mut team, watcher::Event::InitDone);
+            team
+        });
+        let found = cache
+            .get_when_listed(Some("team"), "web", Duration::from_secs(30))
+            .await;
+        assert!(matches!(found, Cached::Found(_)), "{found:?}");
+        let _team = lister.await.expect("lister");
+        let elsewhere = cache
+            .get_when_listed(Some("other"), "web", Duration::from_secs(30))
+            .await;
+        assert!(matches!(elsewhere, Cached::Unknown), "no watch covers it: no wait");
     }
 
     #[test]

@@ -59,7 +59,11 @@ impl<'a> ListenerWriter<'a> {
     /// The Gateway as the watch last saw it, or read afresh when no synced watch covers it. A copy that lags our
     /// own last write is revisited: that write's watch event triggers the apps on the Gateway again.
     async fn seen_gateway(&self, gateway: &str, namespace: &str) -> Result<Option<Value>, NebariAppError> {
-        match self.gateways.get(Some(namespace), gateway).known() {
+        let listed = self
+            .gateways
+            .get_when_listed(Some(namespace), gateway, super::prerequisites::CACHE_WAIT)
+            .await;
+        match listed.known() {
             Some(cached) => Ok(cached.map(|g| serde_json::to_value(g.as_ref()).unwrap_or(Value::Null))),
             None => self.live_gateway(gateway, namespace).await,
         }

@@ -18,6 +18,8 @@ use super::reconcile::Pass;
 
 /// The reason of an app whose namespace lacks the opt-in label.
 pub const NAMESPACE_NOT_OPTED_IN: &str = "NamespaceNotOptedIn";
+/// How long a pass right after start-up waits for the Namespace and Service watches' first list.
+pub const CACHE_WAIT: Duration = Duration::from_secs(30);
 /// How often an app in a namespaced install looks again for its namespace's opt-in label.
 const OPT_IN_RECHECK: Duration = Duration::from_secs(30);
 
@@ -26,7 +28,12 @@ impl Pass<'_> {
     pub async fn prerequisites(&self) -> Result<Option<ConditionUpdate>, NebariAppError> {
         let namespace = &self.names.namespace;
         let seen = &self.controller.seen;
-        let ns = match seen.namespaces.get(None, namespace).known() {
+        let ns = match seen
+            .namespaces
+            .get_when_listed(None, namespace, CACHE_WAIT)
+            .await
+            .known()
+        {
             Some(cached) => cached,
             None => Api::<Namespace>::all(self.ctx.client.clone())
                 .get_opt(namespace)
@@ -47,7 +54,12 @@ impl Pass<'_> {
         }
         let backend = &self.app.spec.service;
         let service_namespace = backend.namespace.clone().unwrap_or_else(|| namespace.clone());
-        let service = match seen.services.get(Some(&service_namespace), &backend.name).known() {
+        let service = match seen
+            .services
+            .get_when_listed(Some(&service_namespace), &backend.name, CACHE_WAIT)
+            .await
+            .known()
+        {
             Some(cached) => cached,
             None => Api::<Service>::namespaced(self.ctx.client.clone(), &service_namespace)
                 .get_opt(&backend.name)
