@@ -1,6 +1,8 @@
 //! Where Keystone is: the internal endpoint of the namespace's KeystoneAPI when that kind is installed, else the
 //! manager's configured URL.
 
+use std::sync::Arc;
+
 use crds::keystone::KeystoneAPI;
 use framework::error::KubeError;
 use framework::sanitize;
@@ -56,9 +58,19 @@ impl Resolved {
     }
 }
 
-/// Finds the Keystone for `namespace`: one list request. A 404 for the list means the KeystoneAPI kind is not
-/// served, and the configured fallback is used.
-pub async fn resolve(client: &Client, namespace: &str, configured: Option<&Endpoint>) -> Result<Resolved, AcError> {
+/// Finds the Keystone for `namespace`: from `seen` (the namespace's KeystoneAPIs as the controller's watch has
+/// them) when the watch has listed, else by one list request. A 404 for the list means the KeystoneAPI kind is
+/// not served, and the configured fallback is used.
+pub async fn resolve(
+    client: &Client,
+    namespace: &str,
+    configured: Option<&Endpoint>,
+    seen: Option<Vec<Arc<KeystoneAPI>>>,
+) -> Result<Resolved, AcError> {
+    if let Some(seen) = seen {
+        let apis: Vec<KeystoneAPI> = seen.iter().map(|api| api.as_ref().clone()).collect();
+        return select(namespace, &apis);
+    }
     let api: Api<KeystoneAPI> = Api::namespaced(client.clone(), namespace);
     match api.list(&ListParams::default()).await {
         Ok(list) => select(namespace, &list.items),

@@ -34,13 +34,14 @@ use crds::keystone::{KeystoneAPI, KeystoneApplicationCredential};
 use framework::clock::{Clock, OffsetClock, SystemClock};
 use framework::finalizer::FinalizerSpec;
 use framework::http::HttpSettings;
+use framework::object_cache::ObjectCache;
 use framework::runner::{Context, Outcome, Reconciler, Running, Runtime, Scope, StartError};
 use framework::triggers::Triggers;
-use futures::{Stream, StreamExt};
+use futures::{Stream, StreamExt, TryStreamExt};
 use jiff::SignedDuration;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::PartialObjectMeta;
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource, ResourceExt};
 
@@ -82,6 +83,8 @@ pub struct ApplicationCredentialController {
     clock: Arc<dyn Clock>,
     metrics: metrics::CredentialMetrics,
     orphans: orphans::CredentialSweep,
+    /// The KeystoneAPIs as their watch saw them, so a pass finds its endpoint without a list.
+    keystone_apis: ObjectCache<KeystoneAPI>,
 }
 
 impl ApplicationCredentialController {
@@ -127,6 +130,7 @@ impl ApplicationCredentialController {
             clock,
             metrics: counters,
             orphans: sweep,
+            keystone_apis: ObjectCache::default(),
         })
     }
 }
@@ -171,7 +175,7 @@ impl Reconciler for ApplicationCredentialController {
             .watches(secrets, watcher::Config::default(), move |secret| {
                 credentials_using(&store, &secret)
             })
-            .reconcile_all_on(keystone_api_changes(keystone_apis))
+            .reconcile_all_on(keystone_api_changes(keystone_apis, &self.keystone_apis))
     }
 
     async fn reconcile(&self, obj: Arc<Self::Resource>, ctx: &Context) -> Result<Outcome, Self::Error> {
@@ -215,9 +219,16 @@ fn credentials_using(
 /// A tick for every change of a KeystoneAPI (and after each full list). When the kind is not installed the
 /// watch keeps failing quietly with backoff, without holding up the controller's other watches, and starts
 /// working once the kind appears.
-fn keystone_api_changes(api: Api<KeystoneAPI>) -> impl Stream<Item = ()> + Send + 'static {
-    watcher(api, watcher::Config::default())
+fn keystone_api_changes(
+    api: Api<KeystoneAPI>,
+    cache: &ObjectCache<KeystoneAPI>,
+) -> impl Stream<Item = ()> + Send + 'static {
+    let (writer, synced) = cache.feed(api.namespace());
+    let watched = watcher(api, watcher::Config::default())
         .default_backoff()
+        .modify(|keystone| keystone.managed_fields_mut().clear());
+    reflector::reflector(writer, watched)
+        .inspect_ok(move |event| synced.observe(event))
         .filter_map(|event| async move {
             match event {
                 Ok(watcher::Event::Apply(_) | watcher::Event::Delete(_) | watcher::Event::InitDone) => Some(()),

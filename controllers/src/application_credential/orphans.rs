@@ -123,13 +123,14 @@ async fn sweep(
     for object in &objects {
         let namespace = object.namespace().unwrap_or_default();
         let key_of = |endpoint: &str| (endpoint.to_string(), object.spec.user_name.clone());
-        let resolved = match super::endpoint::resolve(client, &namespace, controller.fallback_endpoint.as_ref()).await {
-            Ok(resolved) => resolved,
-            Err(error) => {
-                tracing::debug!(%error, %namespace, "no Keystone to look for orphaned credentials in");
-                continue;
-            }
-        };
+        let resolved =
+            match super::endpoint::resolve(client, &namespace, controller.fallback_endpoint.as_ref(), None).await {
+                Ok(resolved) => resolved,
+                Err(error) => {
+                    tracing::debug!(%error, %namespace, "no Keystone to look for orphaned credentials in");
+                    continue;
+                }
+            };
         let key = key_of(resolved.endpoint.as_str());
         if users.contains_key(&key) {
             continue;

@@ -58,7 +58,8 @@ pub async fn reconcile(
     if let Err(error) = rotation::validate(&ac.spec) {
         return report(controller, &ac, ctx, error, None, now).await;
     }
-    let keystone = match endpoint::resolve(&ctx.client, &namespace, controller.fallback_endpoint.as_ref()).await {
+    let seen = controller.keystone_apis.list(Some(&namespace));
+    let keystone = match endpoint::resolve(&ctx.client, &namespace, controller.fallback_endpoint.as_ref(), seen).await {
         Ok(keystone) => keystone,
         Err(error) => return report(controller, &ac, ctx, error, None, now).await,
     };
