@@ -1,6 +1,10 @@
-//! Keycloak admin credentials read from a Kubernetes Secret at use time, shared by every controller that talks
-//! to Keycloak (NebariApp, ManagedRancherProject): rotating the Secret takes effect without a restart, and the
-//! values never leave this module except inside [`Credentials`] (whose `Debug` hides them).
+//! Keycloak admin credentials read from a Kubernetes Secret, shared by every controller that talks to Keycloak
+//! (NebariApp, ManagedRancherProject): rotating the Secret takes effect without a restart (within
+//! [`REREAD_AFTER`]), and the values never leave this module except inside [`Credentials`] (whose `Debug` hides
+//! them).
+
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::Secret;
@@ -11,13 +15,20 @@ use secrecy::SecretString;
 use super::credentials::{Credentials, CredentialsProvider};
 use super::error::KeycloakError;
 
-/// Reads the Keycloak admin credentials from a Secret each time they are needed. Keys `username`/`password`
+/// How long credentials read from the Secret are used before it is read again. Every Keycloak request needs
+/// them; reading the Secret for each was most of the API reads of a NebariApp with auth (8 per app). A rotated
+/// Secret is therefore used within this long.
+pub const REREAD_AFTER: Duration = Duration::from_secs(10);
+
+/// Reads the Keycloak admin credentials from a Secret when they are needed, at most every [`REREAD_AFTER`]. Keys `username`/`password`
 /// (or `admin-username`/`admin-password`) give a password login through admin-cli; `client-id`/`client-secret`
 /// a client-credentials login (preferred when both are present).
 pub struct SecretCredentials {
     client: KubeClient,
     namespace: String,
     name: String,
+    /// The credentials last read, and when.
+    last: Mutex<Option<(Instant, Credentials)>>,
 }
 
 impl std::fmt::Debug for SecretCredentials {
@@ -36,7 +47,25 @@ impl SecretCredentials {
             client,
             namespace: namespace.to_string(),
             name: name.to_string(),
+            last: Mutex::new(None),
         }
+    }
+
+    /// The credentials read less than [`REREAD_AFTER`] ago, else read afresh (a failed read is not kept).
+    async fn current(&self) -> Result<Credentials, KeycloakError> {
+        let recent = self
+            .last
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .filter(|(read_at, _)| read_at.elapsed() < REREAD_AFTER)
+            .map(|(_, credentials)| credentials.clone());
+        if let Some(credentials) = recent {
+            return Ok(credentials);
+        }
+        let credentials = self.read().await?;
+        *self.last.lock().unwrap_or_else(PoisonError::into_inner) = Some((Instant::now(), credentials.clone()));
+        Ok(credentials)
     }
 
     async fn read(&self) -> Result<Credentials, KeycloakError> {
@@ -76,6 +105,6 @@ impl SecretCredentials {
 
 impl CredentialsProvider for SecretCredentials {
     fn credentials(&self) -> BoxFuture<'_, Result<Credentials, KeycloakError>> {
-        Box::pin(self.read())
+        Box::pin(self.current())
     }
 }
