@@ -257,6 +257,16 @@ pub struct Runtime {
     pub defaults: ControllerDefaults,
 }
 
+impl Runtime {
+    /// Spawns work that belongs to no single object (an orphan sweep): on the first shard only, so a sharded
+    /// install does it once.
+    pub fn spawn_global_work(&self, work: impl Future<Output = ()> + Send + 'static) {
+        if self.defaults.shard.runs_global_work() {
+            tokio::spawn(work);
+        }
+    }
+}
+
 /// Settings every controller of the process shares.
 #[derive(Clone, Debug)]
 pub struct ControllerDefaults {

@@ -151,14 +151,7 @@ where
         I: IntoIterator<Item = ObjectRef<K>> + 'static,
         I::IntoIter: Send,
     {
-        let (seen, shard) = (self.probe.clone(), self.shard);
-        let mapper = move |other: Other| {
-            let objects: Vec<ObjectRef<K>> = mapper(other).into_iter().filter(|o| shard.owns_ref(o)).collect();
-            for object in &objects {
-                seen.triggered(object.clone());
-            }
-            objects
-        };
+        let mapper = self.shard_mapper(mapper);
         let recorder = self.recorder::<Other>(api.namespace());
         let others = watcher(api, config)
             .default_backoff()
@@ -186,14 +179,7 @@ where
         I: IntoIterator<Item = ObjectRef<K>> + 'static,
         I::IntoIter: Send,
     {
-        let (seen, shard) = (self.probe.clone(), self.shard);
-        let mapper = move |other: Other| {
-            let objects: Vec<ObjectRef<K>> = mapper(other).into_iter().filter(|o| shard.owns_ref(o)).collect();
-            for object in &objects {
-                seen.triggered(object.clone());
-            }
-            objects
-        };
+        let mapper = self.shard_mapper(mapper);
         let recorder = self.recorder::<Other>(api.namespace());
         let (writer, synced) = cache.feed(api.namespace());
         let watched = watcher(api, config).default_backoff().modify(move |obj| {
@@ -207,6 +193,24 @@ where
             })
             .touched_objects();
         self.with_controller(|controller| controller.watches_stream(others, mapper))
+    }
+
+    /// `mapper`, keeping only the shard's objects and reporting each to the queue probe.
+    fn shard_mapper<Other, I>(
+        &self,
+        mapper: impl Fn(Other) -> I + Sync + Send + 'static,
+    ) -> impl Fn(Other) -> Vec<ObjectRef<K>> + Sync + Send + 'static
+    where
+        I: IntoIterator<Item = ObjectRef<K>>,
+    {
+        let (seen, shard) = (self.probe.clone(), self.shard);
+        move |other: Other| {
+            let objects: Vec<ObjectRef<K>> = mapper(other).into_iter().filter(|o| shard.owns_ref(o)).collect();
+            for object in &objects {
+                seen.triggered(object.clone());
+            }
+            objects
+        }
     }
 
     /// Triggers every cached object of the shard each time `signal` yields (a change that concerns them all, e.g. the

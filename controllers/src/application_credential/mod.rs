@@ -248,16 +248,13 @@ pub fn start(runtime: &Runtime, settings: &KeystoneApplicationCredentialSettings
         Some(runtime.metrics.clone()),
         Some(runtime.client.clone()),
     )?);
-    // Orphans belong to no object, so to no shard: the first shard sweeps for all.
-    if runtime.defaults.shard.runs_global_work() {
-        let namespaces = framework::namespaces::WatchedNamespaces::new(runtime.defaults.namespaces.clone());
-        tokio::spawn(orphans::run(
-            controller.clone(),
-            runtime.client.clone(),
-            namespaces,
-            runtime.shutdown.clone(),
-        ));
-    }
+    let namespaces = framework::namespaces::WatchedNamespaces::new(runtime.defaults.namespaces.clone());
+    runtime.spawn_global_work(orphans::run(
+        controller.clone(),
+        runtime.client.clone(),
+        namespaces,
+        runtime.shutdown.clone(),
+    ));
     Ok(framework::runner::start(controller, runtime))
 }
 

@@ -443,11 +443,10 @@ pub fn start(runtime: &Runtime, mut settings: NebariAppSettings) -> Result<Runni
     let namespaces = &runtime.defaults.namespaces;
     settings.orphans.watched = (!namespaces.is_empty()).then(|| namespaces.clone());
     let controller = NebariAppController::new(settings, runtime.client.clone(), Some(runtime.metrics.clone()))?;
-    // Orphans belong to no object, so to no shard: the first shard sweeps for all.
-    if controller.settings.keycloak_enabled && runtime.defaults.shard.runs_global_work() {
+    if controller.settings.keycloak_enabled {
         let (sweep, shutdown) = (controller.orphans.clone(), runtime.shutdown.clone());
         let realm = controller.keycloak.realm(&controller.settings.keycloak.realm);
-        tokio::spawn(async move { sweep.run(realm, shutdown).await });
+        runtime.spawn_global_work(async move { sweep.run(realm, shutdown).await });
     }
     let events = framework::events::EventPublisher::new(
         runtime.client.clone(),

@@ -12,7 +12,7 @@ use e2e::harness::{Deadline, ManagerProcess, metrics, wait_until};
 use framework::shard::Shard;
 use serde_json::{Value, json};
 
-use crate::support::{CLUSTER, NAMESPACE, Setup, World, binding, group_name, wait_state, writer_labels, writer_spec};
+use crate::support::{CLUSTER, NAMESPACE, Setup, World, binding, group_name, writer_labels, writer_spec};
 
 const LEASE: &str = "platform-operator-leader";
 /// `framework::leader`'s lease duration (seconds).
@@ -151,15 +151,9 @@ async fn each_object_is_reconciled_by_exactly_one_shard_and_a_killed_shard_leade
     }
     // Shards that create the shared binding at the same moment may both succeed (Rancher <= 2.13 keeps both);
     // their next passes agree on one copy and delete the other.
-    wait_state("one cluster binding shared by all shards' objects", || {
-        let crtbs = world.crtbs();
-        if crtbs == shared {
-            Ok(())
-        } else {
-            Err(format!("{crtbs:?}"))
-        }
-    })
-    .await;
+    world
+        .wait_crtbs("one cluster binding shared by all shards' objects", &shared)
+        .await;
     let first: Vec<BTreeSet<String>> = leaders.iter().map(reconciled).collect();
     for name in &names {
         let by: Vec<usize> = (0..leaders.len()).filter(|&i| first[i].contains(name)).collect();
@@ -233,15 +227,9 @@ async fn each_object_is_reconciled_by_exactly_one_shard_and_a_killed_shard_leade
     );
     world.delete(last).await;
     world.wait_gone(last).await;
-    wait_state("the cluster binding is gone with the last object", || {
-        let crtbs = world.crtbs();
-        if crtbs.is_empty() {
-            Ok(())
-        } else {
-            Err(format!("{crtbs:?}"))
-        }
-    })
-    .await;
+    world
+        .wait_crtbs("the cluster binding is gone with the last object", &[])
+        .await;
 
     assert!(standby.stop().await, "a replica exits cleanly on SIGTERM");
     for shard in [0, 2] {

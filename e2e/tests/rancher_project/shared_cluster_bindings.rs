@@ -8,8 +8,8 @@ use kube::core::DynamicObject;
 use serde_json::{Value, json};
 
 use crate::support::{
-    CLUSTER, NAMESPACE, PARENT, Setup, World, binding, group_path, mrp_resource, wait_members, wait_state,
-    writer_labels, writer_spec,
+    CLUSTER, NAMESPACE, PARENT, Setup, World, binding, group_path, mrp_resource, wait_members, writer_labels,
+    writer_spec,
 };
 
 fn with_cluster_block(mut spec: Value, group: &str) -> Value {
@@ -61,15 +61,7 @@ async fn cluster_bindings_shared_by_two_crs_survive_until_the_last_cr_is_deleted
 
     world.delete("two-cccc1111").await;
     world.wait_gone("two-cccc1111").await;
-    wait_state("the cluster binding is gone", || {
-        let crtbs = world.crtbs();
-        if crtbs.is_empty() {
-            Ok(())
-        } else {
-            Err(format!("{crtbs:?}"))
-        }
-    })
-    .await;
+    world.wait_crtbs("the cluster binding is gone", &[]).await;
     assert!(!world.group_exists(&group_path(&group)));
     assert!(!world.group_exists(&format!("/{PARENT}")));
 }

@@ -532,6 +532,21 @@ pub async fn wait_state(what: &str, check: impl Fn() -> Result<(), String>) {
     .await
 }
 
+impl World {
+    /// Waits until the cluster's role bindings (`crtbs()`) are exactly `expected`.
+    pub async fn wait_crtbs(&self, what: &str, expected: &[(String, String)]) {
+        wait_state(what, || {
+            let crtbs = self.crtbs();
+            if crtbs == expected {
+                Ok(())
+            } else {
+                Err(format!("{crtbs:?}"))
+            }
+        })
+        .await;
+    }
+}
+
 /// Replaces the spec of `object` with one PUT of the whole object (finalizers kept), conditional on its
 /// resourceVersion: goes through while patches of the kind are held back by a fault.
 pub async fn replace_spec(world: &World, mut object: Value, spec: Value) -> Result<(), kube::Error> {
