@@ -134,6 +134,10 @@ pub trait Reconciler: Send + Sync + 'static {
     /// operator's own status writes start no reconcile (see `triggers`).
     const STATUS_TRIGGERS: bool = false;
 
+    /// Drops from an object, before it enters the controller's cache, what nothing reads from the cache (the
+    /// reconcile re-reads the object where it needs all of it). Default: nothing beyond managedFields.
+    fn trim_cached(_obj: &mut Self::Resource) {}
+
     /// The object's `Ready` condition, for the `platform_operator_objects` gauge (none: counted as unknown).
     fn ready_condition(_obj: &Self::Resource) -> Option<Condition> {
         None
@@ -414,6 +418,7 @@ async fn run_scope<R: Reconciler>(state: Arc<State<R>>, scope: Scope, runtime: R
         state.queue.clone(),
         R::STATUS_TRIGGERS,
         shard,
+        R::trim_cached,
     );
     let controller = state
         .reconciler

@@ -40,13 +40,15 @@ where
 {
     /// Watches `api` (the controller's own kind) into a cache, triggering each object whose wanted state changed
     /// (see [`wanted_state`]; with `status_triggers`, any change but the resourceVersion and managedFields); every
-    /// change still reaches the cache, without its managedFields. Only objects of `shard` trigger.
+    /// change still reaches the cache, without its managedFields and what `trim` drops. Only objects of `shard`
+    /// trigger.
     pub fn new(
         api: Api<K>,
         config: watcher::Config,
         probe: QueueProbe<K>,
         status_triggers: bool,
         shard: Shard,
+        trim: fn(&mut K),
     ) -> Self {
         let (store, writer) = reflector::store();
         let seen = probe.clone();
@@ -55,9 +57,10 @@ where
             false => wanted_state(obj),
         };
         // managedFields are often the larger part of an object and nothing reads them from the cache.
-        let watched = watcher(api, config)
-            .default_backoff()
-            .modify(|obj| obj.managed_fields_mut().clear());
+        let watched = watcher(api, config).default_backoff().modify(move |obj| {
+            obj.managed_fields_mut().clear();
+            trim(obj);
+        });
         // The store keeps every object (peers span shards); only this shard's objects trigger.
         let own = reflector::reflector(writer, watched)
             .applied_objects()
