@@ -106,7 +106,7 @@ where
     /// Every object in `namespace` (`None`: all), if a synced watch covers it.
     pub fn list(&self, namespace: Option<&str>) -> Option<Vec<Arc<K>>> {
         let feeds = self.feeds.lock().unwrap_or_else(PoisonError::into_inner);
-        let feed = feeds.iter().find(|feed| feed.is_synced() && feed.covers(namespace))?;
+        let feed = listed_feed(&feeds, namespace)?;
         Some(
             feed.store
                 .state()
@@ -138,8 +138,7 @@ where
     /// The object `name` in `namespace` (`None` for a cluster-scoped kind), if a synced watch covers it.
     pub fn get(&self, namespace: Option<&str>, name: &str) -> Cached<K> {
         let feeds = self.feeds.lock().unwrap_or_else(PoisonError::into_inner);
-        let covering = feeds.iter().find(|feed| feed.is_synced() && feed.covers(namespace));
-        let Some(feed) = covering else {
+        let Some(feed) = listed_feed(&feeds, namespace) else {
             return Cached::Unknown;
         };
         let key = ObjectRef::<K>::new(name);
@@ -152,6 +151,14 @@ where
             None => Cached::Absent,
         }
     }
+}
+
+/// The feed that answers for `namespace`: one that covers it and has listed.
+fn listed_feed<'a, K: Resource<DynamicType = ()>>(
+    feeds: &'a [Feed<K>],
+    namespace: Option<&str>,
+) -> Option<&'a Feed<K>> {
+    feeds.iter().find(|feed| feed.is_synced() && feed.covers(namespace))
 }
 
 #[cfg(test)]

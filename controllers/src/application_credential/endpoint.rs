@@ -68,8 +68,7 @@ pub async fn resolve(
     seen: Option<Vec<Arc<KeystoneAPI>>>,
 ) -> Result<Resolved, AcError> {
     if let Some(seen) = seen {
-        let apis: Vec<KeystoneAPI> = seen.iter().map(|api| api.as_ref().clone()).collect();
-        return select(namespace, &apis);
+        return select(namespace, seen.iter().map(Arc::as_ref));
     }
     let api: Api<KeystoneAPI> = Api::namespaced(client.clone(), namespace);
     match api.list(&ListParams::default()).await {
@@ -90,9 +89,9 @@ pub async fn resolve(
 
 /// Picks the namespace's KeystoneAPI (the first by name, as there is one per namespace in practice) and its
 /// endpoint.
-pub fn select(namespace: &str, apis: &[KeystoneAPI]) -> Result<Resolved, AcError> {
+pub fn select<'a>(namespace: &str, apis: impl IntoIterator<Item = &'a KeystoneAPI>) -> Result<Resolved, AcError> {
     let mut live: Vec<&KeystoneAPI> = apis
-        .iter()
+        .into_iter()
         .filter(|a| a.metadata.deletion_timestamp.is_none())
         .collect();
     live.sort_by_key(|a| a.name_any());
@@ -185,7 +184,7 @@ mod tests {
     #[test]
     fn missing_not_ready_and_endpointless_keystone_apis_block_with_reasons() {
         assert!(matches!(
-            select("openstack", &[]),
+            select("openstack", &[] as &[KeystoneAPI]),
             Err(AcError::KeystoneApiNotFound { .. })
         ));
         let not_ready = select("openstack", &[api("keystone", "False", json!({}))]).expect_err("not ready");
