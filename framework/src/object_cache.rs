@@ -54,22 +54,58 @@ impl<K: Resource<DynamicType = ()> + 'static> Feed<K> {
     }
 }
 
+/// Which of a watch's objects a cache keeps.
+type Keep<K> = Arc<dyn Fn(&K) -> bool + Send + Sync>;
+
 /// The objects of kind `K` that the controller's watches saw, per watched namespace (or all). Cheap to clone.
 pub struct ObjectCache<K: Resource<DynamicType = ()> + 'static> {
     feeds: Arc<Mutex<Vec<Feed<K>>>>,
+    keep: Option<Keep<K>>,
 }
 
 impl<K: Resource<DynamicType = ()> + 'static> Clone for ObjectCache<K> {
     fn clone(&self) -> Self {
         Self {
             feeds: self.feeds.clone(),
+            keep: self.keep.clone(),
         }
     }
 }
 
 impl<K: Resource<DynamicType = ()> + 'static> Default for ObjectCache<K> {
     fn default() -> Self {
-        Self { feeds: Arc::default() }
+        Self {
+            feeds: Arc::default(),
+            keep: None,
+        }
+    }
+}
+
+/// What a watch's events go through on their way into an [`ObjectCache`]: the reflector writer, behind the
+/// cache's filter.
+pub struct CacheWriter<K: Resource<DynamicType = ()> + Clone + 'static> {
+    writer: Writer<K>,
+    keep: Option<Keep<K>>,
+}
+
+impl<K> CacheWriter<K>
+where
+    K: Resource<DynamicType = ()> + Clone + 'static,
+{
+    /// Applies one watch event to the cache. An object the filter refuses is not stored, and one that stops
+    /// passing it (a label removed) is dropped.
+    pub fn apply(&mut self, event: &watcher::Event<K>) {
+        let Some(keep) = &self.keep else {
+            self.writer.apply_watcher_event(event);
+            return;
+        };
+        match event {
+            watcher::Event::Apply(obj) if !keep(obj) => {
+                self.writer.apply_watcher_event(&watcher::Event::Delete(obj.clone()));
+            }
+            watcher::Event::InitApply(obj) if !keep(obj) => {}
+            event => self.writer.apply_watcher_event(event),
+        }
     }
 }
 
@@ -90,9 +126,18 @@ impl<K> ObjectCache<K>
 where
     K: Resource<DynamicType = ()> + Clone + 'static,
 {
-    /// Registers the watch of `namespace` (`None`: every namespace, or a cluster-scoped kind): the reflector
-    /// writer its events go through, and the mark its events are then shown to.
-    pub fn feed(&self, namespace: Option<&str>) -> (Writer<K>, SyncMark) {
+    /// A cache that keeps only the objects `keep` accepts: a watch that must see a whole kind (every Secret, to
+    /// trigger on any of them) need not hold all of it.
+    pub fn only(keep: impl Fn(&K) -> bool + Send + Sync + 'static) -> Self {
+        Self {
+            feeds: Arc::default(),
+            keep: Some(Arc::new(keep)),
+        }
+    }
+
+    /// Registers the watch of `namespace` (`None`: every namespace, or a cluster-scoped kind): the writer its
+    /// events go through, and the mark its events are then shown to.
+    pub fn feed(&self, namespace: Option<&str>) -> (CacheWriter<K>, SyncMark) {
         let (store, writer) = reflector::store();
         let (synced, listed) = watch::channel(false);
         self.feeds.lock().unwrap_or_else(PoisonError::into_inner).push(Feed {
@@ -100,6 +145,10 @@ where
             store,
             synced: listed,
         });
+        let writer = CacheWriter {
+            writer,
+            keep: self.keep.clone(),
+        };
         (writer, SyncMark(Arc::new(synced)))
     }
 
@@ -174,9 +223,37 @@ mod tests {
         service
     }
 
-    fn apply(feed: &mut (Writer<Service>, SyncMark), event: watcher::Event<Service>) {
-        feed.0.apply_watcher_event(&event);
+    fn apply(feed: &mut (CacheWriter<Service>, SyncMark), event: watcher::Event<Service>) {
+        feed.0.apply(&event);
         feed.1.observe(&event);
+    }
+
+    #[test]
+    fn a_filtered_cache_keeps_only_what_passes_and_drops_what_stops_passing() {
+        let labelled = |namespace: &str, name: &str, label: bool| {
+            let mut service = service(namespace, name);
+            if label {
+                service.metadata.labels = Some([("keep".to_string(), "yes".to_string())].into());
+            }
+            service
+        };
+        let cache =
+            ObjectCache::<Service>::only(|s| s.metadata.labels.as_ref().is_some_and(|l| l.contains_key("keep")));
+        let mut team = cache.feed(Some("team"));
+        apply(&mut team, watcher::Event::Init);
+        apply(&mut team, watcher::Event::InitApply(labelled("team", "web", true)));
+        apply(&mut team, watcher::Event::InitApply(labelled("team", "db", false)));
+        apply(&mut team, watcher::Event::InitDone);
+        assert!(matches!(cache.get(Some("team"), "web"), Cached::Found(_)));
+        assert!(matches!(cache.get(Some("team"), "db"), Cached::Absent), "filtered out");
+        apply(&mut team, watcher::Event::Apply(labelled("team", "db", true)));
+        assert!(matches!(cache.get(Some("team"), "db"), Cached::Found(_)), "passes now");
+        apply(&mut team, watcher::Event::Apply(labelled("team", "web", false)));
+        assert!(
+            matches!(cache.get(Some("team"), "web"), Cached::Absent),
+            "stopped passing"
+        );
+        assert_eq!(cache.list(Some("team")).map(|l| l.len()), Some(1));
     }
 
     #[test]

@@ -184,13 +184,14 @@ where
     {
         let mapper = self.shard_mapper(mapper);
         let recorder = self.recorder::<Other>(api.namespace());
-        let (writer, synced) = cache.feed(api.namespace());
+        let (mut writer, synced) = cache.feed(api.namespace());
         let watched = watcher(api, config).default_backoff().modify(move |obj| {
             obj.managed_fields_mut().clear();
             strip(obj);
         });
-        let others = reflector::reflector(writer, watched)
+        let others = watched
             .inspect_ok(move |event| {
+                writer.apply(event);
                 record(recorder.as_ref(), event);
                 synced.observe(event);
             })

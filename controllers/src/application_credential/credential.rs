@@ -12,8 +12,9 @@
 use crds::keystone::{KeystoneApplicationCredential, service_name};
 use framework::clock::Clock;
 use framework::error::{KubeError, kube_error};
+use framework::object_cache::{Cached, ObjectCache};
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, DeleteParams, PostParams};
+use kube::api::{Api, DeleteParams, PartialObjectMeta, PostParams};
 use kube::{Client, ResourceExt};
 
 use super::endpoint::Resolved;
@@ -47,6 +48,9 @@ pub struct Minter<'a> {
     pub clock: &'a dyn Clock,
     /// Field manager for the objects created.
     pub field_manager: &'a str,
+    /// The credential Secrets as the watch saw them: a creation record the watch knows to be absent is created
+    /// without reading first.
+    pub cached: &'a ObjectCache<PartialObjectMeta<Secret>>,
 }
 
 /// Whether a status was written by another operator (keystone-operator): a credential recorded without our
@@ -241,27 +245,42 @@ impl Minter<'_> {
         security_hash: &str,
     ) -> Result<IntendedCredential, AcError> {
         let record_name = pending::record_name(service);
-        let existing = secrets
-            .get_opt(&record_name)
-            .await
-            .map_err(kube_error(format!("reading Secret {record_name}")))?;
-        if let Some(record) = &existing {
-            match pending::read(record, uid) {
-                Some(intended) if intended.matches(replaces, security_hash) => return Ok(intended),
-                _ => discard(secrets, service).await?,
+        let namespace = ac.namespace();
+        // The watch may lag: "absent" only saves the read, and a record it missed makes the create fail with a
+        // conflict, after which the record is read as usual.
+        let mut known_absent = matches!(self.cached.get(namespace.as_deref(), &record_name), Cached::Absent);
+        loop {
+            if !known_absent {
+                let existing = secrets
+                    .get_opt(&record_name)
+                    .await
+                    .map_err(kube_error(format!("reading Secret {record_name}")))?;
+                if let Some(record) = &existing {
+                    match pending::read(record, uid) {
+                        Some(intended) if intended.matches(replaces, security_hash) => return Ok(intended),
+                        _ => discard(secrets, service).await?,
+                    }
+                }
+            }
+            let intended = IntendedCredential::generate(&ac.name_any(), replaces, security_hash, &mut rand::rng());
+            let params = PostParams {
+                field_manager: Some(self.field_manager.to_string()),
+                ..PostParams::default()
+            };
+            match secrets.create(&params, &pending::build(ac, service, &intended)).await {
+                Ok(_) => {
+                    framework::changes::record(format!("recorded the intent in Secret {record_name}"));
+                    return Ok(intended);
+                }
+                Err(kube::Error::Api(status)) if status.code == 409 && known_absent => known_absent = false,
+                Err(source) => {
+                    return Err(AcError::from(KubeError::new(
+                        format!("creating Secret {record_name}"),
+                        source,
+                    )));
+                }
             }
         }
-        let intended = IntendedCredential::generate(&ac.name_any(), replaces, security_hash, &mut rand::rng());
-        let params = PostParams {
-            field_manager: Some(self.field_manager.to_string()),
-            ..PostParams::default()
-        };
-        secrets
-            .create(&params, &pending::build(ac, service, &intended))
-            .await
-            .map_err(kube_error(format!("creating Secret {record_name}")))?;
-        framework::changes::record(format!("recorded the intent in Secret {record_name}"));
-        Ok(intended)
     }
 }
 

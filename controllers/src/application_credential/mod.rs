@@ -10,7 +10,8 @@
 //! Watches: the credentials themselves; Secrets by metadata only (owned credential Secrets, and password Secrets
 //! a credential names — their data never reaches the manager through the watch); KeystoneAPIs (any change
 //! re-checks every credential, as they are rare and a pass that has nothing to do is cheap). Besides watches, a
-//! reconcile asks to run again exactly when the next rotation is due.
+//! reconcile asks to run again exactly when the next rotation is due. The Secret watch also keeps the metadata
+//! of the credential Secrets (labelled with their service) so a pass finds them without a list.
 
 pub mod credential;
 pub mod deletion;
@@ -41,7 +42,7 @@ use futures::{Stream, StreamExt, TryStreamExt};
 use jiff::SignedDuration;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::PartialObjectMeta;
-use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource, ResourceExt};
 
@@ -85,6 +86,9 @@ pub struct ApplicationCredentialController {
     orphans: orphans::CredentialSweep,
     /// The KeystoneAPIs as their watch saw them, so a pass finds its endpoint without a list.
     keystone_apis: ObjectCache<KeystoneAPI>,
+    /// The credential Secrets (and creation records) as the Secret watch saw them: names, owners, finalizers
+    /// and expiry, so a pass finds them without a list.
+    credential_secrets: ObjectCache<PartialObjectMeta<Secret>>,
 }
 
 impl ApplicationCredentialController {
@@ -131,6 +135,7 @@ impl ApplicationCredentialController {
             metrics: counters,
             orphans: sweep,
             keystone_apis: ObjectCache::default(),
+            credential_secrets: ObjectCache::only(secret::is_credential_secret),
         })
     }
 }
@@ -172,9 +177,13 @@ impl Reconciler for ApplicationCredentialController {
         let secrets = framework::metadata::scoped::<Secret>(scope);
         let keystone_apis: Api<KeystoneAPI> = scope.api();
         triggers
-            .watches(secrets, watcher::Config::default(), move |secret| {
-                credentials_using(&store, &secret)
-            })
+            .watches_cached(
+                secrets,
+                watcher::Config::default(),
+                &self.credential_secrets,
+                secret::strip_cached,
+                move |secret| credentials_using(&store, &secret),
+            )
             .reconcile_all_on(keystone_api_changes(keystone_apis, &self.keystone_apis))
     }
 
@@ -190,8 +199,9 @@ impl Reconciler for ApplicationCredentialController {
     }
 }
 
-/// The credentials a Secret (its metadata) matters to: its owner (a credential Secret or creation record), and
-/// every credential in its namespace that reads its password from it.
+/// The credentials a Secret (its metadata) matters to: its owner (a credential Secret, not a creation record,
+/// which only the pass that writes it reads), and every credential in its namespace that reads its password
+/// from it.
 fn credentials_using(
     store: &Store<KeystoneApplicationCredential>,
     secret: &PartialObjectMeta<Secret>,
@@ -204,6 +214,7 @@ fn credentials_using(
         .owner_references()
         .iter()
         .filter(|owner| owner.kind == kind && owner.api_version == api_version)
+        .filter(|owner| name != pending::record_name(crds::keystone::service_name(&owner.name)))
         .map(|owner| ObjectRef::new(&owner.name).within(&namespace))
         .collect();
     related.extend(
@@ -223,12 +234,15 @@ fn keystone_api_changes(
     api: Api<KeystoneAPI>,
     cache: &ObjectCache<KeystoneAPI>,
 ) -> impl Stream<Item = ()> + Send + 'static {
-    let (writer, synced) = cache.feed(api.namespace());
+    let (mut writer, synced) = cache.feed(api.namespace());
     let watched = watcher(api, watcher::Config::default())
         .default_backoff()
         .modify(|keystone| keystone.managed_fields_mut().clear());
-    reflector::reflector(writer, watched)
-        .inspect_ok(move |event| synced.observe(event))
+    watched
+        .inspect_ok(move |event| {
+            writer.apply(event);
+            synced.observe(event);
+        })
         .filter_map(|event| async move {
             match event {
                 Ok(watcher::Event::Apply(_) | watcher::Event::Delete(_) | watcher::Event::InitDone) => Some(()),
@@ -316,6 +330,14 @@ mod tests {
             )),
             ["openstack/ac-glance"],
             "a credential Secret triggers its owner"
+        );
+        assert!(
+            credentials_using(
+                &store,
+                &secret_meta("ac-glance-pending-credential", "openstack", Some("ac-glance"))
+            )
+            .is_empty(),
+            "a creation record triggers nobody: only the pass that writes it reads it"
         );
         assert!(credentials_using(&store, &secret_meta("unrelated", "openstack", None)).is_empty());
     }

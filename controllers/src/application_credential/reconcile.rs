@@ -2,13 +2,13 @@
 //!
 //! 1. check the spec (objects stored before the CRD's validation existed);
 //! 2. find Keystone (the namespace's KeystoneAPI, or the configured URL);
-//! 3. list the credential's Secrets and decide whether a new credential is needed;
+//! 3. find the credential's Secrets (from the Secret watch) and decide whether a new credential is needed;
 //! 4. if so, re-read the object (never rotate on a stale copy) and mint the credential exactly once;
 //! 5. write the status (only when it changed), announce a rotation, drop the creation record;
 //! 6. release and prune old Secrets whose credential expired;
 //! 7. wake up exactly when the next rotation or pruning is due.
 //!
-//! A no-op pass costs two reads (KeystoneAPIs, the credential's Secrets), no write and no Keystone call. A
+//! A no-op pass costs no request: KeystoneAPIs and the credential's Secrets come from the watches. A
 //! blocked step is reported on its condition; Kubernetes-side causes wait for the watches, Keystone failures
 //! are retried with backoff.
 
@@ -64,7 +64,7 @@ pub async fn reconcile(
         Err(error) => return report(controller, &ac, ctx, error, None, now).await,
     };
     let mut ac = ac;
-    let mut secrets = match list_secrets(ctx, &ac).await {
+    let mut secrets = match credential_secrets(controller, ctx, &ac).await {
         Ok(secrets) => secrets,
         Err(error) => return report(controller, &ac, ctx, error, Some(&keystone), now).await,
     };
@@ -82,10 +82,11 @@ pub async fn reconcile(
             return Ok(Outcome::Done);
         };
         ac = Arc::new(fresh);
-        secrets = match list_secrets(ctx, &ac).await {
-            Ok(secrets) => secrets,
-            Err(error) => return report(controller, &ac, ctx, error, Some(&keystone), now).await,
-        };
+        // The watch may lag our own create too: a Secret the fresh status names but the watch has not shown is
+        // read before its absence mints a credential.
+        if let Err(error) = confirm_current(ctx, &ac, &mut secrets).await {
+            return report(controller, &ac, ctx, error, Some(&keystone), now).await;
+        }
         if let Some(reason) = needs_rotation(&ac, &secrets, now) {
             let minter = Minter {
                 client: &ctx.client,
@@ -93,6 +94,7 @@ pub async fn reconcile(
                 scope: &controller.scope,
                 clock: controller.clock.as_ref(),
                 field_manager: &ctx.field_manager,
+                cached: &controller.credential_secrets,
             };
             // A credential keystone-operator recorded is taken over, not replaced, when Keystone shows it has the
             // permissions the spec asks for (a rotation would restart every service using it).
@@ -209,23 +211,60 @@ fn needs_rotation(
     rotation::rotation_needed(&ac.spec, ac.status.as_ref(), presence, now)
 }
 
-/// The credential Secrets of `ac` (metadata only), read from the API server rather than a cache.
-async fn list_secrets(
+/// The credential Secrets of `ac` (metadata only), from the Secret watch once it has listed, else by a list
+/// request. Like any informer the watch may lag a write; a lagging view is safe for what it decides here
+/// (pruning waits for the next event, and a mint first confirms a missing Secret by [`confirm_current`]).
+async fn credential_secrets(
+    controller: &Controller,
     ctx: &Context,
     ac: &KeystoneApplicationCredential,
 ) -> Result<Vec<PartialObjectMeta<Secret>>, AcError> {
-    let api: Api<Secret> = Api::namespaced(ctx.client.clone(), &ac.namespace().unwrap_or_default());
-    let service = service_name(&ac.metadata.name.clone().unwrap_or_default()).to_string();
+    let namespace = ac.namespace().unwrap_or_default();
+    let service = secret::service_label(service_name(&ac.name_any()));
+    let uid = ac.uid().unwrap_or_default();
+    let belongs = |s: &PartialObjectMeta<Secret>| {
+        secret::is_owned_by(&s.metadata, &uid)
+            && s.metadata
+                .labels
+                .as_ref()
+                .and_then(|labels| labels.get(secret::LABEL_SERVICE))
+                == Some(&service)
+    };
+    if let Some(cached) = controller.credential_secrets.list(Some(&namespace)) {
+        return Ok(cached
+            .iter()
+            .filter(|s| belongs(s))
+            .map(|s| s.as_ref().clone())
+            .collect());
+    }
+    let api: Api<Secret> = Api::namespaced(ctx.client.clone(), &namespace);
     let list = api
-        .list_metadata(&ListParams::default().labels(&secret::selector(&service)))
+        .list_metadata(&ListParams::default().labels(&format!("{}={service}", secret::LABEL_SERVICE)))
         .await
         .map_err(kube_error("listing the credential's Secrets"))?;
+    Ok(list.items.into_iter().filter(|s| belongs(s)).collect())
+}
+
+/// Adds to `secrets` the Secret the status of `ac` names when the watch has not shown it yet (read by name).
+async fn confirm_current(
+    ctx: &Context,
+    ac: &KeystoneApplicationCredential,
+    secrets: &mut Vec<PartialObjectMeta<Secret>>,
+) -> Result<(), AcError> {
+    let Some(name) = ac.status.as_ref().and_then(|s| s.secret_name.as_deref()) else {
+        return Ok(());
+    };
+    if secrets.iter().any(|s| s.metadata.name.as_deref() == Some(name)) {
+        return Ok(());
+    }
+    let api: Api<Secret> = Api::namespaced(ctx.client.clone(), &ac.namespace().unwrap_or_default());
+    let found = api
+        .get_metadata_opt(name)
+        .await
+        .map_err(kube_error(format!("reading Secret {name}")))?;
     let uid = ac.uid().unwrap_or_default();
-    Ok(list
-        .items
-        .into_iter()
-        .filter(|s| secret::is_owned_by(&s.metadata, &uid))
-        .collect())
+    secrets.extend(found.filter(|s| secret::is_owned_by(&s.metadata, &uid)));
+    Ok(())
 }
 
 /// Releases and deletes old Secrets as planned.

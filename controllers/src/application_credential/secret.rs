@@ -105,6 +105,27 @@ pub fn stored_id(secret: &Secret) -> Option<String> {
     framework::secrets::text(secret, KEY_AC_ID)
 }
 
+/// Whether a Secret (by its metadata) is one of a credential's: a credential Secret or a creation record, both
+/// labelled with their service.
+pub fn is_credential_secret(secret: &PartialObjectMeta<Secret>) -> bool {
+    secret
+        .metadata
+        .labels
+        .as_ref()
+        .is_some_and(|labels| labels.contains_key(LABEL_SERVICE))
+}
+
+/// Drops from a watched Secret's metadata what no pass reads: every label but the service label and every
+/// annotation but the expiry (a `kubectl apply`'d Secret carries its content in an annotation).
+pub fn strip_cached(secret: &mut PartialObjectMeta<Secret>) {
+    if let Some(labels) = secret.metadata.labels.as_mut() {
+        labels.retain(|key, _| key == LABEL_SERVICE);
+    }
+    if let Some(annotations) = secret.metadata.annotations.as_mut() {
+        annotations.retain(|key, _| key == ANNOTATION_EXPIRES_AT);
+    }
+}
+
 /// Whether the object is owned by the credential with `owner_uid`.
 pub fn is_owned_by(meta: &ObjectMeta, owner_uid: &str) -> bool {
     meta.owner_references.iter().flatten().any(|r| r.uid == owner_uid)

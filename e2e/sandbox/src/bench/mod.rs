@@ -26,10 +26,11 @@ use report::{Report, Row};
 /// What kind of objects a benchmark run creates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Workload {
-    /// Routing-only NebariApps (an HTTPRoute each; no Keycloak, no certificate).
+    /// Routing-only NebariApps (an HTTPRoute each over HTTP; no Keycloak, no certificate).
     #[value(name = "nebariapp")]
     NebariApp,
-    /// NebariApps with authentication: a Keycloak client, its Secret and reader Role each.
+    /// NebariApps with authentication: an HTTPRoute, a SecurityPolicy, a Keycloak client, its Secret and reader
+    /// Role each.
     #[value(name = "nebariapp-auth")]
     NebariAppAuth,
     /// ManagedRancherProjects with a quota and one group binding with a member.
@@ -62,10 +63,18 @@ impl Workload {
     /// The `index`th object.
     fn object(self, index: usize) -> Value {
         let name = format!("bench-{index}");
-        let spec = match self {
-            Workload::NebariApp => kinds::app_spec(&name),
-            Workload::NebariAppAuth => kinds::merged(
+        // Routed over plain HTTP: an HTTPRoute each, no Certificate or per-app listener (a Gateway takes at
+        // most 64 listeners, so thousands of apps with TLS would measure the Gateway's limit, not the operator).
+        let routed = || {
+            kinds::merged(
                 kinds::app_spec(&name),
+                json!({"routing": {"routes": [{"pathPrefix": "/", "pathType": "PathPrefix"}], "tls": {"enabled": false}}}),
+            )
+        };
+        let spec = match self {
+            Workload::NebariApp => routed(),
+            Workload::NebariAppAuth => kinds::merged(
+                routed(),
                 json!({"auth": {"enabled": true, "provider": "keycloak", "provisionClient": true}}),
             ),
             Workload::Project => kinds::merged(
@@ -321,6 +330,14 @@ async fn run_one(options: &BenchOptions, workload: Workload, objects: usize) -> 
             .sum()
     };
     let per_object = |total: u64| total as f64 / objects as f64;
+    let mut by_request: BTreeMap<String, u64> = BTreeMap::new();
+    for row in requests.iter().filter(|row| row.key.verb != "watch") {
+        let mut request = format!("{} {}", row.key.verb, row.key.resource);
+        if !row.key.subresource.is_empty() {
+            request = format!("{request}/{}", row.key.subresource);
+        }
+        *by_request.entry(request).or_insert(0) += row.count;
+    }
     let reconciles = |metrics: &str| {
         sum(
             metrics,
@@ -360,6 +377,10 @@ async fn run_one(options: &BenchOptions, workload: Workload, objects: usize) -> 
         lists_per_object: per_object(verb_count(&["list"])),
         writes_per_object: per_object(verb_count(&["create", "update", "patch", "delete", "deletecollection"])),
         watches: verb_count(&["watch"]),
+        requests_per_object: by_request
+            .into_iter()
+            .map(|(request, total)| (request, per_object(total)))
+            .collect(),
         reconciles_per_object: per_object(reconciles(&after.metrics) - reconciles(&before.metrics)),
         external_per_object,
         cpu_seconds: after.usage.cpu_seconds - before.usage.cpu_seconds,

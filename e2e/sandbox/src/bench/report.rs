@@ -25,6 +25,9 @@ pub struct Row {
     pub writes_per_object: f64,
     /// The manager's WATCH requests in total (not per object: they scale with restarts, not objects).
     pub watches: u64,
+    /// The manager's Kubernetes reads and writes per object until convergence, by `verb resource[/subresource]`
+    /// (watches left out): where the per-object totals come from.
+    pub requests_per_object: BTreeMap<String, f64>,
     /// Reconciles per object until convergence.
     pub reconciles_per_object: f64,
     /// Requests to each external system per object until convergence (by the manager's `api` label).
@@ -95,6 +98,21 @@ impl Report {
                 row.idle_external,
                 row.idle_seconds,
             );
+        }
+        out
+    }
+
+    /// Per row, the Kubernetes requests per object by verb and resource, as a Markdown list.
+    pub fn breakdown(&self) -> String {
+        let mut out = String::new();
+        for row in &self.rows {
+            let requests = row
+                .requests_per_object
+                .iter()
+                .map(|(request, n)| format!("{request} {n:.2}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let _ = writeln!(out, "- {} × {}: {requests}", row.workload, row.objects);
         }
         out
     }

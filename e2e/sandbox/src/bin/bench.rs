@@ -70,7 +70,12 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    println!("\nmanager build: {}\n\n{}", report.profile, report.table());
+    println!(
+        "\nmanager build: {}\n\n{}\nKubernetes requests per object:\n{}",
+        report.profile,
+        report.table(),
+        report.breakdown()
+    );
     let (json, svg) = (out_dir.join("report.json"), out_dir.join("scaling.svg"));
     if let Err(error) = report.write_json(&json).and_then(|()| report.draw(&svg)) {
         eprintln!("bench: writing the results: {error}");
