@@ -14,9 +14,15 @@
 //! lists as before. A child created by an earlier pass but not seen yet by the watch is missed by one prune; its
 //! watch event then triggers the owner again (the cache is updated before the trigger is passed on), and that
 //! pass prunes it.
+//!
+//! The same entries let [`ChildSet::ensure`](crate::children::ChildSet::ensure) skip the read before an apply:
+//! each keeps the child's resourceVersion and applied-content hash, and the cache remembers, per child, the
+//! resourceVersion at which this process last saw the child hold what it applied (its own apply's answer, or a
+//! read that matched). A child whose watched resourceVersion is still that one has not been touched since, so
+//! when the desired hash is unchanged too, there is nothing to read or write.
 
 use std::collections::HashMap;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use kube::Resource;
 use kube::runtime::watcher;
@@ -29,7 +35,10 @@ use crate::index::IndexedEvents;
 pub struct ChildCache {
     managed_by: Arc<str>,
     owner_annotation: Arc<str>,
+    hash_annotation: Option<Arc<str>>,
     feeds: Arc<RwLock<Vec<Feed>>>,
+    /// Per child uid, the resourceVersion at which it was last seen holding what this process applied.
+    confirmed: Arc<Mutex<HashMap<Box<str>, Box<str>>>>,
 }
 
 impl std::fmt::Debug for ChildCache {
@@ -52,6 +61,10 @@ pub struct CachedChild {
     pub uid: Option<String>,
     /// Whether its deletion was already requested.
     pub deleting: bool,
+    /// Its resourceVersion as the watch last saw it.
+    pub resource_version: Option<String>,
+    /// Its applied-content hash annotation, when the cache records one.
+    pub content_hash: Option<String>,
 }
 
 /// One watch's view of one kind in one scope.
@@ -69,6 +82,8 @@ struct Entry {
     uid: Option<String>,
     deleting: bool,
     instance: Option<String>,
+    resource_version: Option<Box<str>>,
+    content_hash: Option<Box<str>>,
 }
 
 impl ChildCache {
@@ -78,8 +93,47 @@ impl ChildCache {
         Self {
             managed_by: crate::names::label_value(managed_by).into(),
             owner_annotation: owner_annotation.into(),
+            hash_annotation: None,
             feeds: Arc::default(),
+            confirmed: Arc::default(),
         }
+    }
+
+    /// Also records each child's applied-content hash (the annotation `hash_annotation`, as in
+    /// [`ChildConfig`](crate::children::ChildConfig)), which lets unchanged children be applied without a read.
+    #[must_use]
+    pub fn with_hash_annotation(mut self, hash_annotation: &str) -> Self {
+        self.hash_annotation = Some(hash_annotation.into());
+        self
+    }
+
+    /// Notes that the child `uid` held what this process applied at `resource_version`.
+    pub fn confirm(&self, uid: &str, resource_version: &str) {
+        self.confirmed_map().insert(uid.into(), resource_version.into());
+    }
+
+    /// Whether `child` is, as last watched, exactly as this process last confirmed it.
+    pub fn is_confirmed(&self, child: &CachedChild) -> bool {
+        let (Some(uid), Some(seen)) = (child.uid.as_deref(), child.resource_version.as_deref()) else {
+            return false;
+        };
+        self.confirmed_map()
+            .get(uid)
+            .is_some_and(|confirmed| **confirmed == *seen)
+    }
+
+    /// The child `name` of kind `K` in `namespace` owned by `owner_uid`/`owner_id` with instance `instance`:
+    /// `Some(None)` when the watches know it does not exist (as this owner's), `None` when they cannot answer.
+    pub fn find<K: Resource<DynamicType = ()>>(
+        &self,
+        namespace: Option<&str>,
+        owner_uid: &str,
+        owner_id: &str,
+        instance: &str,
+        name: &str,
+    ) -> Option<Option<CachedChild>> {
+        self.owned::<K>(namespace, owner_uid, owner_id, instance)
+            .map(|children| children.into_iter().find(|child| child.name == name))
     }
 
     /// Starts a feed for kind `K` watched in `namespace` (`None`: all namespaces) and returns what records its
@@ -133,6 +187,8 @@ impl ChildCache {
                             name: name.clone(),
                             uid: entry.uid.clone(),
                             deleting: entry.deleting,
+                            resource_version: entry.resource_version.as_deref().map(str::to_string),
+                            content_hash: entry.content_hash.as_deref().map(str::to_string),
                         });
                 }
             }
@@ -171,6 +227,11 @@ impl ChildCache {
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, Vec<Feed>> {
         self.feeds.write().unwrap_or_else(PoisonError::into_inner)
     }
+
+    fn confirmed_map(&self) -> std::sync::MutexGuard<'_, HashMap<Box<str>, Box<str>>> {
+        // Each update is a single map operation, so a poisoned lock still guards a consistent map.
+        self.confirmed.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// Records one watch's events into its feed of a [`ChildCache`].
@@ -183,14 +244,27 @@ pub struct FeedRecorder {
 impl FeedRecorder {
     /// Applies one watch event to the feed.
     pub fn record<K: Resource>(&self, event: &watcher::Event<K>) {
+        if let watcher::Event::Delete(obj) = event
+            && let Some(uid) = obj.meta().uid.as_deref()
+        {
+            self.cache.confirmed_map().remove(uid);
+        }
         let mut feeds = self.cache.write();
         if let Some(feed) = feeds.get_mut(self.index) {
             feed.children.apply(event, |obj| {
                 let meta = obj.meta();
+                let content_hash = self
+                    .cache
+                    .hash_annotation
+                    .as_deref()
+                    .and_then(|key| meta.annotations.as_ref()?.get(key))
+                    .map(|hash| hash.as_str().into());
                 let entry = Entry {
                     uid: meta.uid.clone(),
                     deleting: meta.deletion_timestamp.is_some(),
                     instance: meta.labels.as_ref().and_then(|l| l.get(LABEL_INSTANCE)).cloned(),
+                    resource_version: meta.resource_version.as_deref().map(Into::into),
+                    content_hash,
                 };
                 (self.cache.owner_keys(obj), entry)
             });
@@ -337,5 +411,40 @@ mod tests {
             names(cache.owned::<ConfigMap>(Some("apps"), "u", "id", "web")),
             Some(vec!["new".into()])
         );
+    }
+
+    #[test]
+    fn a_child_is_confirmed_only_at_the_version_confirmed_and_forgotten_when_deleted() {
+        let cache = ChildCache::new("op", OWNER_ANNOTATION).with_hash_annotation("op/hash");
+        let feed = cache.feed::<ConfigMap>(Some("apps"));
+        let versioned = |version: &str| {
+            let mut obj = child("apps", "a", Some("u"), None, "web");
+            obj.metadata.resource_version = Some(version.into());
+            obj.metadata
+                .annotations
+                .get_or_insert_with(Default::default)
+                .insert("op/hash".into(), "h1".into());
+            obj
+        };
+        feed.record(&watcher::Event::<ConfigMap>::Init);
+        feed.record(&watcher::Event::InitApply(versioned("1")));
+        feed.record(&watcher::Event::<ConfigMap>::InitDone);
+        let found = || {
+            cache
+                .find::<ConfigMap>(Some("apps"), "u", "id", "web", "a")
+                .flatten()
+                .expect("found")
+        };
+        assert_eq!(found().content_hash.as_deref(), Some("h1"));
+        assert!(!cache.is_confirmed(&found()), "nothing confirmed yet");
+        cache.confirm("uid-a", "1");
+        assert!(cache.is_confirmed(&found()));
+        feed.record(&watcher::Event::Apply(versioned("2")));
+        assert!(!cache.is_confirmed(&found()), "changed since");
+        cache.confirm("uid-a", "2");
+        feed.record(&watcher::Event::Delete(versioned("2")));
+        assert_eq!(cache.find::<ConfigMap>(Some("apps"), "u", "id", "web", "a"), Some(None));
+        feed.record(&watcher::Event::Apply(versioned("2")));
+        assert!(!cache.is_confirmed(&found()), "a deleted child's confirmation is gone");
     }
 }

@@ -193,6 +193,16 @@ struct ChildKey {
     name: String,
 }
 
+/// A child decorated for applying, with what deciding whether to apply it needs.
+struct Prepared<T> {
+    child: T,
+    desired: Value,
+    hash: String,
+    kind: String,
+    name: String,
+    namespace: Option<String>,
+}
+
 /// The children of one parent object, applied during one reconcile.
 pub struct ChildSet {
     client: Client,
@@ -258,10 +268,34 @@ impl ChildSet {
         self.writes
     }
 
-    /// Applies `child` (namespace defaults to the owner's) and records it as wanted in this pass.
-    pub async fn apply<T>(&mut self, mut child: T) -> Result<T, ChildError>
+    /// As [`Self::apply`] for a child whose live copy the caller does not need: when the watches show it
+    /// untouched since this process last confirmed it and its desired content is unchanged, neither read nor
+    /// written.
+    pub async fn ensure<T>(&mut self, child: T) -> Result<(), ChildError>
     where
         T: Resource<DynamicType = (), Scope = NamespaceResourceScope> + Clone + Serialize + DeserializeOwned + Debug,
+    {
+        let prepared = self.prepare(child)?;
+        if self.unchanged_since_confirmed::<T>(&prepared) {
+            return Ok(());
+        }
+        self.write(prepared).await.map(|_| ())
+    }
+
+    /// Applies `child` (namespace defaults to the owner's) and records it as wanted in this pass; returns the
+    /// live copy (read when unchanged, so it carries the current status).
+    pub async fn apply<T>(&mut self, child: T) -> Result<T, ChildError>
+    where
+        T: Resource<DynamicType = (), Scope = NamespaceResourceScope> + Clone + Serialize + DeserializeOwned + Debug,
+    {
+        let prepared = self.prepare(child)?;
+        self.write(prepared).await
+    }
+
+    /// Decorates `child` (owner, labels, content hash) and records it as wanted in this pass.
+    fn prepare<T>(&mut self, mut child: T) -> Result<Prepared<T>, ChildError>
+    where
+        T: Resource<DynamicType = (), Scope = NamespaceResourceScope> + Serialize,
     {
         let kind = T::kind(&()).to_string();
         let name = child.name_any();
@@ -291,14 +325,73 @@ impl ChildSet {
         child
             .annotations_mut()
             .insert(self.config.hash_annotation.clone(), hash.clone());
-        let api: Api<T> = api_in(&self.client, namespace.as_deref());
         self.applied.insert(ChildKey {
             api_version: T::api_version(&()).to_string(),
             kind: kind.clone(),
             namespace: namespace.clone(),
             name: name.clone(),
         });
+        Ok(Prepared {
+            child,
+            desired,
+            hash,
+            kind,
+            name,
+            namespace,
+        })
+    }
 
+    /// Whether the watches show the prepared child as this owner's, untouched since confirmed, with the same
+    /// content hash.
+    fn unchanged_since_confirmed<T>(&self, prepared: &Prepared<T>) -> bool
+    where
+        T: Resource<DynamicType = ()>,
+    {
+        let Some(cache) = self.config.cache.as_ref() else {
+            return false;
+        };
+        let instance = &self.labels[LABEL_INSTANCE];
+        cache
+            .find::<T>(
+                prepared.namespace.as_deref(),
+                &self.owner_ref.uid,
+                &self.owner_id,
+                instance,
+                &prepared.name,
+            )
+            .flatten()
+            .is_some_and(|cached| {
+                !cached.deleting
+                    && cached.content_hash.as_deref() == Some(prepared.hash.as_str())
+                    && cache.is_confirmed(&cached)
+            })
+    }
+
+    /// Notes that `live` holds what this pass applied, so a later [`Self::ensure`] can skip it.
+    fn confirm<T: Resource>(&self, live: &T) {
+        if let (Some(cache), Some(uid), Some(version)) = (
+            self.config.cache.as_ref(),
+            live.meta().uid.as_deref(),
+            live.meta().resource_version.as_deref(),
+        ) {
+            cache.confirm(uid, version);
+        }
+    }
+
+    /// Reads the live child and applies the prepared one unless the live copy already holds it.
+    async fn write<T>(&mut self, prepared: Prepared<T>) -> Result<T, ChildError>
+    where
+        T: Resource<DynamicType = (), Scope = NamespaceResourceScope> + Clone + Serialize + DeserializeOwned + Debug,
+    {
+        let Prepared {
+            child,
+            desired,
+            hash,
+            kind,
+            name,
+            namespace,
+        } = prepared;
+        let api: Api<T> = api_in(&self.client, namespace.as_deref());
         let live = api.get_opt(&name).await.map_err(|source| ChildError::Api {
             verb: "get",
             kind: kind.clone(),
@@ -316,6 +409,7 @@ impl ChildSet {
             })?;
             let recorded = live.annotations().get(&self.config.hash_annotation);
             if recorded == Some(&hash) && is_subset(&desired, &live_value) {
+                self.confirm(&live);
                 return Ok(live);
             }
         }
@@ -330,6 +424,7 @@ impl ChildSet {
                 source,
             })?;
         self.writes += 1;
+        self.confirm(&applied);
         crate::changes::record(format!("applied {kind} {}/{name}", namespace.unwrap_or_default()));
         Ok(applied)
     }
@@ -456,6 +551,8 @@ impl ChildSet {
                 name: item.name_any(),
                 uid: item.uid(),
                 deleting: item.meta().deletion_timestamp.is_some(),
+                resource_version: item.resource_version(),
+                content_hash: item.annotations().get(&self.config.hash_annotation).cloned(),
             })
             .collect())
     }

@@ -217,17 +217,17 @@ impl Pass<'_> {
             }
         };
         let names = &self.names;
-        self.children.apply(oidc_secret(names, &data)).await?;
+        self.children.ensure(oidc_secret(names, &data)).await?;
         let service_account = app
             .spec
             .service_account_name
             .clone()
             .unwrap_or_else(|| names.app.clone());
         self.children
-            .apply(secret_reader_role(names, &names.oidc_secret()))
+            .ensure(secret_reader_role(names, &names.oidc_secret()))
             .await?;
         self.children
-            .apply(secret_reader_binding(names, &service_account))
+            .ensure(secret_reader_binding(names, &service_account))
             .await?;
         Ok(ClientState::Ready(ClientCredentials {
             client_id: data.client_id,

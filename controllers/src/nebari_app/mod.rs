@@ -82,6 +82,8 @@ pub const MANAGED_BY: &str = "nebari-operator";
 /// Annotation naming a child's owning app (for children in the gateway namespace, which no ownerReference can
 /// reach).
 pub const OWNER_ANNOTATION: &str = "nebari.dev/owner";
+/// Annotation holding the hash of the content last applied to a child (what tells an unchanged child apart).
+pub const HASH_ANNOTATION: &str = "nebari.dev/applied-hash";
 
 /// The NebariApp controller with its settings and Keycloak client.
 pub struct NebariAppController {
@@ -145,7 +147,7 @@ impl NebariAppController {
             token_exchange: token_exchange::Detector::default(),
             health: Arc::new(health),
             orphans: Arc::new(orphans),
-            children: ChildCache::new(MANAGED_BY, OWNER_ANNOTATION),
+            children: ChildCache::new(MANAGED_BY, OWNER_ANNOTATION).with_hash_annotation(HASH_ANNOTATION),
             seen: Seen::default(),
         })
     }
@@ -167,7 +169,7 @@ impl NebariAppController {
             field_manager: ctx.field_manager.clone(),
             managed_by: MANAGED_BY.to_string(),
             owner_annotation: OWNER_ANNOTATION.to_string(),
-            hash_annotation: "nebari.dev/applied-hash".to_string(),
+            hash_annotation: HASH_ANNOTATION.to_string(),
             kinds: self.child_kinds(),
             cache: Some(self.children.clone()),
         };

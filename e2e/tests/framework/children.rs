@@ -226,3 +226,98 @@ async fn a_child_of_an_undeclared_kind_or_place_is_refused_before_any_write() {
     assert_eq!(set.writes(), 0);
     assert_eq!(cluster.write_requests(), before, "nothing reached the API server");
 }
+
+#[tokio::test]
+async fn ensure_skips_an_untouched_child_and_reads_and_repairs_one_edited_by_someone_else() {
+    let cluster = TestCluster::start().await;
+    let ns = cluster.create_namespace("ensure").await;
+    let api: Api<ConfigMap> = Api::namespaced(cluster.client(), &ns);
+    let parent = owner(&api, "parent").await;
+    let cache = ChildCache::new("framework-test", "test.example.com/owner")
+        .with_hash_annotation("test.example.com/applied-hash");
+    let recorder = cache.feed::<ConfigMap>(Some(&ns));
+    let watched: Api<PartialObjectMeta<ConfigMap>> = Api::namespaced(cluster.client(), &ns);
+    let selector = format!("{LABEL_MANAGED_BY}=framework-test");
+    let watch = tokio::spawn(
+        watcher(watched, watcher::Config::default().labels(&selector))
+            .inspect_ok(move |event| recorder.record(event))
+            .for_each(|_| async {}),
+    );
+    let cached = || ChildConfig {
+        cache: Some(cache.clone()),
+        ..config()
+    };
+    let parent_uid = parent.uid().expect("uid");
+    let owner_id = format!("/ConfigMap/{ns}/parent");
+    let seen_at = |version: String| {
+        let cache = cache.clone();
+        let (ns, parent_uid, owner_id) = (ns.clone(), parent_uid.clone(), owner_id.clone());
+        move || {
+            let found = cache.find::<ConfigMap>(Some(&ns), &parent_uid, &owner_id, "parent", "parent-a");
+            let version = version.clone();
+            async move {
+                match found {
+                    Some(Some(child)) if child.resource_version.as_deref() == Some(version.as_str()) => Ok(Some(())),
+                    other => Err(format!("cache has {other:?}")),
+                }
+            }
+        }
+    };
+
+    let mut first = ChildSet::new(cluster.client(), cached(), &parent, "widget").expect("owner");
+    first.ensure(child("parent-a", "a")).await.expect("create");
+    let created = api.get("parent-a").await.expect("created");
+    wait_until(
+        "the watch sees the child",
+        Deadline::secs(30),
+        seen_at(created.resource_version().expect("rv")),
+    )
+    .await;
+
+    let gets = || cluster.emulator().hooks().count("get", "", "configmaps", "");
+    let (gets_before, writes_before) = (gets(), cluster.write_requests());
+    let mut second = ChildSet::new(cluster.client(), cached(), &parent, "widget").expect("owner");
+    second.ensure(child("parent-a", "a")).await.expect("unchanged");
+    assert_eq!(gets(), gets_before, "an untouched, unchanged child is not read");
+    assert_eq!(cluster.write_requests(), writes_before, "nor written");
+    assert!(
+        second.prune().await.expect("prune").is_empty(),
+        "an ensured child still counts as wanted"
+    );
+
+    let mut edited = api.get("parent-a").await.expect("get");
+    edited.data = Some(BTreeMap::from([("key".to_string(), "tampered".to_string())]));
+    let edited = api
+        .replace("parent-a", &PostParams::default(), &edited)
+        .await
+        .expect("someone else edits the child");
+    wait_until(
+        "the watch sees the edit",
+        Deadline::secs(30),
+        seen_at(edited.resource_version().expect("rv")),
+    )
+    .await;
+    let gets_before = gets();
+    let mut third = ChildSet::new(cluster.client(), cached(), &parent, "widget").expect("owner");
+    third.ensure(child("parent-a", "a")).await.expect("repair");
+    assert_eq!(
+        gets(),
+        gets_before + 1,
+        "a child changed since it was confirmed is read"
+    );
+    assert_eq!(third.writes(), 1, "and repaired");
+    let repaired = api.get("parent-a").await.expect("get");
+    assert_eq!(
+        repaired.data.as_ref().and_then(|d| d.get("key")).map(String::as_str),
+        Some("a")
+    );
+
+    let mut changed = ChildSet::new(cluster.client(), cached(), &parent, "widget").expect("owner");
+    changed.ensure(child("parent-a", "b")).await.expect("new content");
+    assert_eq!(
+        changed.writes(),
+        1,
+        "new desired content is applied even when the child is untouched"
+    );
+    watch.abort();
+}
