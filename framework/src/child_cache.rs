@@ -20,6 +20,13 @@
 //! resourceVersion at which this process last saw the child hold what it applied (its own apply's answer, or a
 //! read that matched). A child whose watched resourceVersion is still that one has not been touched since, so
 //! when the desired hash is unchanged too, there is nothing to read or write.
+//!
+//! Those confirmations also tell a watch event that only echoes this process's own write (a child at the
+//! resourceVersion its own apply returned) from a change made by someone else: [`ChildCache::is_own_echo`] lets
+//! the owner's trigger skip it, since the pass that wrote the child already acted on it. One case needed that
+//! echo: a child written by one pass and unwanted by the next, which ran before the watch showed it, was pruned
+//! only by the pass its event brought. So each child written is also remembered under its owner until the watch
+//! shows it ([`ChildCache::written`]), and pruning considers those too.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
@@ -39,6 +46,30 @@ pub struct ChildCache {
     feeds: Arc<RwLock<Vec<Feed>>>,
     /// Per child uid, the resourceVersion at which it was last seen holding what this process applied.
     confirmed: Arc<Mutex<HashMap<Box<str>, Box<str>>>>,
+    /// Children this process wrote that the watches have not shown yet.
+    unseen: Arc<Mutex<Unseen>>,
+}
+
+/// Children written but not yet watched, by owner and by their own uid (to forget them when seen).
+#[derive(Default)]
+struct Unseen {
+    by_owner: HashMap<String, Vec<WrittenChild>>,
+    owner_of: HashMap<String, String>,
+}
+
+/// A child this process wrote, as pruning needs it until the watch shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WrittenChild {
+    /// Its apiVersion.
+    pub api_version: String,
+    /// Its kind.
+    pub kind: String,
+    /// Its namespace.
+    pub namespace: Option<String>,
+    /// Its name.
+    pub name: String,
+    /// Its uid.
+    pub uid: String,
 }
 
 impl std::fmt::Debug for ChildCache {
@@ -96,6 +127,71 @@ impl ChildCache {
             hash_annotation: None,
             feeds: Arc::default(),
             confirmed: Arc::default(),
+            unseen: Arc::default(),
+        }
+    }
+
+    /// Remembers `child`, just written for the owner `owner_uid`, until a watch shows it (see the module docs).
+    pub fn written(&self, owner_uid: &str, child: WrittenChild) {
+        let mut unseen = self.unseen_map();
+        unseen.owner_of.insert(child.uid.clone(), owner_uid.to_string());
+        let children = unseen.by_owner.entry(owner_uid.to_string()).or_default();
+        children.retain(|c| c.uid != child.uid && !(c.kind == child.kind && c.name == child.name));
+        children.push(child);
+    }
+
+    /// The children of kind `K` in `namespace` written for `owner_uid` that no watch has shown yet.
+    pub fn written_unseen<K: Resource<DynamicType = ()>>(
+        &self,
+        namespace: Option<&str>,
+        owner_uid: &str,
+    ) -> Vec<CachedChild> {
+        let (api_version, kind) = (K::api_version(&()), K::kind(&()));
+        self.unseen_map()
+            .by_owner
+            .get(owner_uid)
+            .into_iter()
+            .flatten()
+            .filter(|c| c.api_version == api_version && c.kind == kind)
+            .filter(|c| namespace.is_none() || c.namespace.as_deref() == namespace)
+            .map(|c| CachedChild {
+                namespace: c.namespace.clone(),
+                name: c.name.clone(),
+                uid: Some(c.uid.clone()),
+                deleting: false,
+                resource_version: None,
+                content_hash: None,
+            })
+            .collect()
+    }
+
+    /// Forgets the written child `uid` (a watch showed it, or it is gone).
+    pub fn seen(&self, uid: &str) {
+        let mut unseen = self.unseen_map();
+        let Some(owner) = unseen.owner_of.remove(uid) else {
+            return;
+        };
+        if let Some(children) = unseen.by_owner.get_mut(&owner) {
+            children.retain(|c| c.uid != uid);
+            if children.is_empty() {
+                unseen.by_owner.remove(&owner);
+            }
+        }
+    }
+
+    /// Whether `event` only shows a child as this process last wrote (or read) it: nothing its owner has not
+    /// already acted on. Deletions are never echoes.
+    pub fn is_own_echo<K: Resource>(&self, event: &watcher::Event<K>) -> bool {
+        let watcher::Event::Apply(obj) = event else {
+            return false;
+        };
+        let meta = obj.meta();
+        match (meta.uid.as_deref(), meta.resource_version.as_deref()) {
+            (Some(uid), Some(version)) => self
+                .confirmed_map()
+                .get(uid)
+                .is_some_and(|confirmed| **confirmed == *version),
+            _ => false,
         }
     }
 
@@ -232,6 +328,11 @@ impl ChildCache {
         // Each update is a single map operation, so a poisoned lock still guards a consistent map.
         self.confirmed.lock().unwrap_or_else(PoisonError::into_inner)
     }
+
+    fn unseen_map(&self) -> std::sync::MutexGuard<'_, Unseen> {
+        // Updates keep both maps consistent before they can panic (plain inserts and removes).
+        self.unseen.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// Records one watch's events into its feed of a [`ChildCache`].
@@ -242,12 +343,26 @@ pub struct FeedRecorder {
 }
 
 impl FeedRecorder {
+    /// The cache this feed records into.
+    pub fn cache(&self) -> ChildCache {
+        self.cache.clone()
+    }
+
     /// Applies one watch event to the feed.
     pub fn record<K: Resource>(&self, event: &watcher::Event<K>) {
-        if let watcher::Event::Delete(obj) = event
-            && let Some(uid) = obj.meta().uid.as_deref()
-        {
-            self.cache.confirmed_map().remove(uid);
+        match event {
+            watcher::Event::Delete(obj) => {
+                if let Some(uid) = obj.meta().uid.as_deref() {
+                    self.cache.confirmed_map().remove(uid);
+                    self.cache.seen(uid);
+                }
+            }
+            watcher::Event::Apply(obj) | watcher::Event::InitApply(obj) => {
+                if let Some(uid) = obj.meta().uid.as_deref() {
+                    self.cache.seen(uid);
+                }
+            }
+            watcher::Event::Init | watcher::Event::InitDone => {}
         }
         let mut feeds = self.cache.write();
         if let Some(feed) = feeds.get_mut(self.index) {
@@ -446,5 +561,40 @@ mod tests {
         assert_eq!(cache.find::<ConfigMap>(Some("apps"), "u", "id", "web", "a"), Some(None));
         feed.record(&watcher::Event::Apply(versioned("2")));
         assert!(!cache.is_confirmed(&found()), "a deleted child's confirmation is gone");
+    }
+
+    #[test]
+    fn only_an_update_at_the_confirmed_version_is_an_echo_and_a_written_child_is_forgotten_once_seen() {
+        let cache = ChildCache::new("op", OWNER_ANNOTATION);
+        let feed = cache.feed::<ConfigMap>(Some("apps"));
+        let at = |version: &str| {
+            let mut obj = child("apps", "a", Some("u"), None, "web");
+            obj.metadata.resource_version = Some(version.into());
+            obj
+        };
+        cache.confirm("uid-a", "1");
+        assert!(cache.is_own_echo(&watcher::Event::Apply(at("1"))));
+        assert!(
+            !cache.is_own_echo(&watcher::Event::Apply(at("2"))),
+            "someone else's write"
+        );
+        assert!(
+            !cache.is_own_echo(&watcher::Event::Delete(at("1"))),
+            "a deletion is never an echo"
+        );
+
+        let written = WrittenChild {
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+            namespace: Some("apps".into()),
+            name: "a".into(),
+            uid: "uid-a".into(),
+        };
+        cache.written("u", written);
+        let unseen = || cache.written_unseen::<ConfigMap>(Some("apps"), "u");
+        assert_eq!(unseen().len(), 1);
+        assert!(cache.written_unseen::<ConfigMap>(Some("other"), "u").is_empty());
+        feed.record(&watcher::Event::Apply(at("1")));
+        assert!(unseen().is_empty(), "the watch showed it");
     }
 }

@@ -26,7 +26,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::child_cache::{CachedChild, ChildCache};
+use crate::child_cache::{CachedChild, ChildCache, WrittenChild};
 use crate::names;
 
 /// `app.kubernetes.io/managed-by`: which operator made the object.
@@ -428,6 +428,18 @@ impl ChildSet {
             })?;
         self.writes += 1;
         self.confirm(&applied);
+        if let (Some(cache), Some(uid)) = (self.config.cache.as_ref(), applied.meta().uid.clone()) {
+            cache.written(
+                &self.owner_ref.uid,
+                WrittenChild {
+                    api_version: T::api_version(&()).to_string(),
+                    kind: kind.clone(),
+                    namespace: namespace.clone(),
+                    name: name.clone(),
+                    uid,
+                },
+            );
+        }
         crate::changes::record(format!("applied {kind} {}/{name}", namespace.unwrap_or_default()));
         Ok(applied)
     }
@@ -506,6 +518,11 @@ impl ChildSet {
                     });
                 }
             }
+            // Deleted (or already gone): no longer a written child waiting for its watch event.
+            let uid = guarded.preconditions.as_ref().and_then(|p| p.uid.as_deref());
+            if let (Some(cache), Some(uid)) = (self.config.cache.as_ref(), uid) {
+                cache.seen(uid);
+            }
             self.writes += 1;
             crate::changes::record(format!(
                 "deleted {kind} {}/{}",
@@ -529,7 +546,21 @@ impl ChildSet {
             .cache
             .as_ref()
             .and_then(|cache| cache.owned::<T>(namespace, &self.owner_ref.uid, &self.owner_id, instance));
-        if let Some(children) = cached {
+        if let Some(mut children) = cached {
+            // Children written by an earlier pass that the watch has not shown yet count too (module docs of
+            // `child_cache`): their watch event may be skipped as an echo, so no later pass would prune them.
+            let cache = self.config.cache.as_ref();
+            for written in cache
+                .map(|cache| cache.written_unseen::<T>(namespace, &self.owner_ref.uid))
+                .unwrap_or_default()
+            {
+                if !children
+                    .iter()
+                    .any(|c| c.name == written.name && c.namespace == written.namespace)
+                {
+                    children.push(written);
+                }
+            }
             return Ok(children);
         }
         let api: Api<T> = api_in(&self.client, namespace);

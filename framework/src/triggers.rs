@@ -103,11 +103,14 @@ where
     {
         let (seen, shard) = (self.probe.clone(), self.shard);
         let recorder = self.recorder::<Child>(api.namespace());
+        let echoes = recorder.as_ref().map(FeedRecorder::cache);
         // kube-runtime's own `owns` watches children this way (metadata only).
         #[allow(deprecated)]
         let children = metadata_watcher(api, config)
             .default_backoff()
             .inspect_ok(move |event| record(recorder.as_ref(), event))
+            // A child exactly as this process wrote it brings nothing its owner's pass did not know.
+            .try_filter(move |event| std::future::ready(!echoes.as_ref().is_some_and(|cache| cache.is_own_echo(event))))
             .touched_objects()
             .try_filter(move |child| {
                 let ours = controller_owners::<K, _>(child)

@@ -36,6 +36,19 @@ fn child(name: &str, value: &str) -> ConfigMap {
     }
 }
 
+/// Feeds `cache` from a metadata watch of the test's labelled ConfigMaps in `ns`, as a controller's
+/// `Triggers::record_children` would; abort the handle to stop it.
+fn record_children(cluster: &TestCluster, ns: &str, cache: &ChildCache) -> tokio::task::JoinHandle<()> {
+    let recorder = cache.feed::<ConfigMap>(Some(ns));
+    let watched: Api<PartialObjectMeta<ConfigMap>> = Api::namespaced(cluster.client(), ns);
+    let selector = format!("{LABEL_MANAGED_BY}=framework-test");
+    tokio::spawn(
+        watcher(watched, watcher::Config::default().labels(&selector))
+            .inspect_ok(move |event| recorder.record(event))
+            .for_each(|_| async {}),
+    )
+}
+
 async fn owner(api: &Api<ConfigMap>, name: &str) -> ConfigMap {
     api.create(&PostParams::default(), &child(name, "owner"))
         .await
@@ -148,14 +161,7 @@ async fn with_a_synced_child_cache_pruning_lists_nothing() {
     let parent = owner(&api, "parent").await;
     let other_parent = owner(&api, "other").await;
     let cache = ChildCache::new("framework-test", "test.example.com/owner");
-    let recorder = cache.feed::<ConfigMap>(Some(&ns));
-    let watched: Api<PartialObjectMeta<ConfigMap>> = Api::namespaced(cluster.client(), &ns);
-    let selector = format!("{LABEL_MANAGED_BY}=framework-test");
-    let watch = tokio::spawn(
-        watcher(watched, watcher::Config::default().labels(&selector))
-            .inspect_ok(move |event| recorder.record(event))
-            .for_each(|_| async {}),
-    );
+    let watch = record_children(&cluster, &ns, &cache);
     let cached = || ChildConfig {
         cache: Some(cache.clone()),
         ..config()
@@ -235,14 +241,7 @@ async fn ensure_skips_an_untouched_child_and_reads_and_repairs_one_edited_by_som
     let parent = owner(&api, "parent").await;
     let cache = ChildCache::new("framework-test", "test.example.com/owner")
         .with_hash_annotation("test.example.com/applied-hash");
-    let recorder = cache.feed::<ConfigMap>(Some(&ns));
-    let watched: Api<PartialObjectMeta<ConfigMap>> = Api::namespaced(cluster.client(), &ns);
-    let selector = format!("{LABEL_MANAGED_BY}=framework-test");
-    let watch = tokio::spawn(
-        watcher(watched, watcher::Config::default().labels(&selector))
-            .inspect_ok(move |event| recorder.record(event))
-            .for_each(|_| async {}),
-    );
+    let watch = record_children(&cluster, &ns, &cache);
     let cached = || ChildConfig {
         cache: Some(cache.clone()),
         ..config()
@@ -320,4 +319,53 @@ async fn ensure_skips_an_untouched_child_and_reads_and_repairs_one_edited_by_som
         "new desired content is applied even when the child is untouched"
     );
     watch.abort();
+}
+
+#[tokio::test]
+async fn a_child_written_by_an_earlier_pass_and_not_yet_watched_is_still_pruned() {
+    let cluster = TestCluster::start().await;
+    let ns = cluster.create_namespace("unseen").await;
+    let api: Api<ConfigMap> = Api::namespaced(cluster.client(), &ns);
+    let parent = owner(&api, "parent").await;
+    // A cache whose watch has listed (nothing) but shows no event after that: every child written is one the
+    // watch has not shown yet, as when a pass runs before the watch event of the previous pass's write.
+    let cache = ChildCache::new("framework-test", "test.example.com/owner")
+        .with_hash_annotation("test.example.com/applied-hash");
+    let feed = cache.feed::<ConfigMap>(Some(&ns));
+    feed.record(&watcher::Event::<ConfigMap>::Init);
+    feed.record(&watcher::Event::<ConfigMap>::InitDone);
+    let cached = || ChildConfig {
+        cache: Some(cache.clone()),
+        ..config()
+    };
+
+    let mut first = ChildSet::new(cluster.client(), cached(), &parent, "widget").expect("owner");
+    first.apply(child("parent-a", "a")).await.expect("a");
+    let written = api.get("parent-a").await.expect("written");
+    assert!(
+        cache.is_own_echo(&watcher::Event::Apply(written.clone())),
+        "its watch event would be skipped as this process's own write"
+    );
+
+    let lists = || cluster.emulator().hooks().count("list", "", "configmaps", "");
+    let before = lists();
+    let mut second = ChildSet::new(cluster.client(), cached(), &parent, "widget").expect("owner");
+    let deleted = second.prune().await.expect("prune");
+    assert_eq!(
+        deleted,
+        vec!["ConfigMap/parent-a".to_string()],
+        "pruned though never watched"
+    );
+    assert_eq!(
+        lists(),
+        before,
+        "from the cache's record of what was written, not a list"
+    );
+    assert!(api.get_opt("parent-a").await.expect("get").is_none());
+
+    let mut third = ChildSet::new(cluster.client(), cached(), &parent, "widget").expect("owner");
+    assert!(
+        third.prune().await.expect("prune again").is_empty(),
+        "nothing is left to prune"
+    );
 }
