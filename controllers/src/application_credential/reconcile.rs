@@ -220,7 +220,9 @@ async fn credential_secrets(
     ac: &KeystoneApplicationCredential,
 ) -> Result<Vec<PartialObjectMeta<Secret>>, AcError> {
     let namespace = ac.namespace().unwrap_or_default();
-    let service = secret::service_label(service_name(&ac.name_any()));
+    let name = ac.name_any();
+    let service = service_name(&name);
+    let label = secret::service_label(service);
     let uid = ac.uid().unwrap_or_default();
     let belongs = |s: &PartialObjectMeta<Secret>| {
         secret::is_owned_by(&s.metadata, &uid)
@@ -228,7 +230,7 @@ async fn credential_secrets(
                 .labels
                 .as_ref()
                 .and_then(|labels| labels.get(secret::LABEL_SERVICE))
-                == Some(&service)
+                == Some(&label)
     };
     if let Some(cached) = controller.credential_secrets.list(Some(&namespace)) {
         return Ok(cached
@@ -239,7 +241,7 @@ async fn credential_secrets(
     }
     let api: Api<Secret> = Api::namespaced(ctx.client.clone(), &namespace);
     let list = api
-        .list_metadata(&ListParams::default().labels(&format!("{}={service}", secret::LABEL_SERVICE)))
+        .list_metadata(&ListParams::default().labels(&secret::selector(service)))
         .await
         .map_err(kube_error("listing the credential's Secrets"))?;
     Ok(list.items.into_iter().filter(|s| belongs(s)).collect())
