@@ -21,6 +21,13 @@
 //! read that matched). A child whose watched resourceVersion is still that one has not been touched since, so
 //! when the desired hash is unchanged too, there is nothing to read or write.
 //!
+//! A child whose kind tracks `metadata.generation` (custom resources do) stays confirmed across changes that
+//! leave its generation, labels, annotations and ownerReferences as confirmed: those are another controller
+//! writing its status (a gateway accepting a route), not a change to what this process applied. For kinds fed
+//! with [`ChildCache::with_status`], the watch also keeps the part of each child's status its controller reads,
+//! so [`ChildSet::apply_observed`](crate::children::ChildSet::apply_observed) reports a confirmed child's status
+//! without a read.
+//!
 //! Those confirmations also tell a watch event that only echoes this process's own write (a child at the
 //! resourceVersion its own apply returned) from a change made by someone else: [`ChildCache::is_own_echo`] lets
 //! the owner's trigger skip it, since the pass that wrote the child already acted on it. One case needed that
@@ -29,10 +36,14 @@
 //! shows it ([`ChildCache::written`]), and pruning considers those too.
 
 use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 use kube::runtime::watcher;
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::children::{LABEL_INSTANCE, LABEL_MANAGED_BY};
 use crate::index::IndexedEvents;
@@ -43,11 +54,31 @@ pub struct ChildCache {
     managed_by: Arc<str>,
     owner_annotation: Arc<str>,
     hash_annotation: Option<Arc<str>>,
+    /// The kinds whose watched status is kept, with what of it to keep.
+    status_kinds: Arc<Vec<StatusKind>>,
     feeds: Arc<RwLock<Vec<Feed>>>,
-    /// Per child uid, the resourceVersion at which it was last seen holding what this process applied.
-    confirmed: Arc<Mutex<HashMap<Box<str>, Box<str>>>>,
+    /// Per child uid, how it was last seen holding what this process applied.
+    confirmed: Arc<Mutex<HashMap<Box<str>, Confirmed>>>,
     /// Children this process wrote that the watches have not shown yet.
     unseen: Arc<Mutex<Unseen>>,
+}
+
+/// What of a watched child's `status` its controller reads (the rest is dropped before caching).
+pub type StatusTrim = fn(Value) -> Value;
+
+/// A kind whose watched status is kept.
+#[derive(Clone)]
+struct StatusKind {
+    api_version: String,
+    kind: String,
+    trim: StatusTrim,
+}
+
+/// How a child was last seen holding what this process applied.
+struct Confirmed {
+    resource_version: Box<str>,
+    /// Its [`fingerprint`] then, when its kind tracks generation.
+    fingerprint: Option<u64>,
 }
 
 /// Children written but not yet watched, by owner and by their own uid (to forget them when seen).
@@ -96,6 +127,12 @@ pub struct CachedChild {
     pub resource_version: Option<String>,
     /// Its applied-content hash annotation, when the cache records one.
     pub content_hash: Option<String>,
+    /// Its `metadata.generation`, for kinds that track one.
+    pub generation: Option<i64>,
+    /// Its [`fingerprint`], for kinds that track generation.
+    pub fingerprint: Option<u64>,
+    /// What its controller reads of its status (JSON), for kinds fed with [`ChildCache::with_status`].
+    pub status: Option<Arc<str>>,
 }
 
 /// One watch's view of one kind in one scope.
@@ -115,6 +152,9 @@ struct Entry {
     instance: Option<String>,
     resource_version: Option<Box<str>>,
     content_hash: Option<Box<str>>,
+    generation: Option<i64>,
+    fingerprint: Option<u64>,
+    status: Option<Arc<str>>,
 }
 
 impl ChildCache {
@@ -125,6 +165,7 @@ impl ChildCache {
             managed_by: crate::names::label_value(managed_by).into(),
             owner_annotation: owner_annotation.into(),
             hash_annotation: None,
+            status_kinds: Arc::default(),
             feeds: Arc::default(),
             confirmed: Arc::default(),
             unseen: Arc::default(),
@@ -161,6 +202,9 @@ impl ChildCache {
                 deleting: false,
                 resource_version: None,
                 content_hash: None,
+                generation: None,
+                fingerprint: None,
+                status: None,
             })
             .collect()
     }
@@ -190,7 +234,7 @@ impl ChildCache {
             (Some(uid), Some(version)) => self
                 .confirmed_map()
                 .get(uid)
-                .is_some_and(|confirmed| **confirmed == *version),
+                .is_some_and(|confirmed| *confirmed.resource_version == *version),
             _ => false,
         }
     }
@@ -203,19 +247,56 @@ impl ChildCache {
         self
     }
 
-    /// Notes that the child `uid` held what this process applied at `resource_version`.
-    pub fn confirm(&self, uid: &str, resource_version: &str) {
-        self.confirmed_map().insert(uid.into(), resource_version.into());
+    /// Also keeps, for children of kind `K`, what `trim` leaves of their watched `status`, which lets
+    /// [`ChildSet::apply_observed`](crate::children::ChildSet::apply_observed) report it without a read. Only
+    /// watches that see the children's content record it
+    /// ([`Triggers::owns_with_status`](crate::triggers::Triggers::owns_with_status)).
+    #[must_use]
+    pub fn with_status<K: Resource<DynamicType = ()>>(mut self, trim: StatusTrim) -> Self {
+        Arc::make_mut(&mut self.status_kinds).push(StatusKind {
+            api_version: K::api_version(&()).to_string(),
+            kind: K::kind(&()).to_string(),
+            trim,
+        });
+        self
     }
 
-    /// Whether `child` is, as last watched, exactly as this process last confirmed it.
+    /// What is kept of `obj`'s status (compact JSON), when its kind is one [`Self::with_status`] names.
+    pub fn status_of<K: Resource<DynamicType = ()> + Serialize>(&self, obj: &K) -> Option<Arc<str>> {
+        let (api_version, kind) = (K::api_version(&()), K::kind(&()));
+        let status_kind = self
+            .status_kinds
+            .iter()
+            .find(|s| s.api_version == api_version && s.kind == kind)?;
+        let status = match serde_json::to_value(obj) {
+            Ok(Value::Object(mut fields)) => fields.remove("status").unwrap_or(Value::Null),
+            _ => Value::Null,
+        };
+        Some((status_kind.trim)(status).to_string().into())
+    }
+
+    /// Notes that the child `meta` describes held what this process applied.
+    pub fn confirm(&self, meta: &ObjectMeta) {
+        let (Some(uid), Some(version)) = (meta.uid.as_deref(), meta.resource_version.as_deref()) else {
+            return;
+        };
+        let confirmed = Confirmed {
+            resource_version: version.into(),
+            fingerprint: fingerprint(meta),
+        };
+        self.confirmed_map().insert(uid.into(), confirmed);
+    }
+
+    /// Whether `child`, as last watched, still holds what this process last confirmed: at the confirmed
+    /// resourceVersion, or (for kinds that track generation) with the confirmed [`fingerprint`].
     pub fn is_confirmed(&self, child: &CachedChild) -> bool {
-        let (Some(uid), Some(seen)) = (child.uid.as_deref(), child.resource_version.as_deref()) else {
+        let Some(uid) = child.uid.as_deref() else {
             return false;
         };
-        self.confirmed_map()
-            .get(uid)
-            .is_some_and(|confirmed| **confirmed == *seen)
+        self.confirmed_map().get(uid).is_some_and(|confirmed| {
+            child.resource_version.as_deref() == Some(&*confirmed.resource_version)
+                || (confirmed.fingerprint.is_some() && confirmed.fingerprint == child.fingerprint)
+        })
     }
 
     /// The child `name` of kind `K` in `namespace` owned by `owner_uid`/`owner_id` with instance `instance`:
@@ -285,6 +366,9 @@ impl ChildCache {
                             deleting: entry.deleting,
                             resource_version: entry.resource_version.as_deref().map(str::to_string),
                             content_hash: entry.content_hash.as_deref().map(str::to_string),
+                            generation: entry.generation,
+                            fingerprint: entry.fingerprint,
+                            status: entry.status.clone(),
                         });
                 }
             }
@@ -324,7 +408,7 @@ impl ChildCache {
         self.feeds.write().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn confirmed_map(&self) -> std::sync::MutexGuard<'_, HashMap<Box<str>, Box<str>>> {
+    fn confirmed_map(&self) -> std::sync::MutexGuard<'_, HashMap<Box<str>, Confirmed>> {
         // Each update is a single map operation, so a poisoned lock still guards a consistent map.
         self.confirmed.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -333,6 +417,24 @@ impl ChildCache {
         // Updates keep both maps consistent before they can panic (plain inserts and removes).
         self.unseen.lock().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// What identifies a child's content apart from its status, for a kind that tracks `metadata.generation`
+/// (which the API server moves on every change to anything but metadata and status): its generation, labels,
+/// annotations, ownerReferences and deletion state. `None` for kinds without a generation (a Secret's data
+/// changes no generation), whose confirmations hold only at the exact resourceVersion.
+pub fn fingerprint(meta: &ObjectMeta) -> Option<u64> {
+    let generation = meta.generation?;
+    let mut hasher = DefaultHasher::new();
+    generation.hash(&mut hasher);
+    meta.labels.hash(&mut hasher);
+    meta.annotations.hash(&mut hasher);
+    for owner in meta.owner_references.iter().flatten() {
+        (&owner.api_version, &owner.kind, &owner.name, &owner.uid).hash(&mut hasher);
+        (owner.controller, owner.block_owner_deletion).hash(&mut hasher);
+    }
+    meta.deletion_timestamp.is_some().hash(&mut hasher);
+    Some(hasher.finish())
 }
 
 /// Records one watch's events into its feed of a [`ChildCache`].
@@ -350,6 +452,11 @@ impl FeedRecorder {
 
     /// Applies one watch event to the feed.
     pub fn record<K: Resource>(&self, event: &watcher::Event<K>) {
+        self.record_with_status(event, |_| None);
+    }
+
+    /// Applies one watch event to the feed, keeping `status` of each object (see [`ChildCache::with_status`]).
+    pub fn record_with_status<K: Resource>(&self, event: &watcher::Event<K>, status: impl Fn(&K) -> Option<Arc<str>>) {
         match event {
             watcher::Event::Delete(obj) => {
                 if let Some(uid) = obj.meta().uid.as_deref() {
@@ -380,6 +487,9 @@ impl FeedRecorder {
                     instance: meta.labels.as_ref().and_then(|l| l.get(LABEL_INSTANCE)).cloned(),
                     resource_version: meta.resource_version.as_deref().map(Into::into),
                     content_hash,
+                    generation: meta.generation,
+                    fingerprint: fingerprint(meta),
+                    status: status(obj),
                 };
                 (self.cache.owner_keys(obj), entry)
             });
@@ -391,6 +501,7 @@ impl FeedRecorder {
 mod tests {
     use k8s_openapi::api::core::v1::ConfigMap;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
+    use kube::ResourceExt;
 
     use super::*;
 
@@ -552,11 +663,11 @@ mod tests {
         };
         assert_eq!(found().content_hash.as_deref(), Some("h1"));
         assert!(!cache.is_confirmed(&found()), "nothing confirmed yet");
-        cache.confirm("uid-a", "1");
+        cache.confirm(&versioned("1").metadata);
         assert!(cache.is_confirmed(&found()));
         feed.record(&watcher::Event::Apply(versioned("2")));
         assert!(!cache.is_confirmed(&found()), "changed since");
-        cache.confirm("uid-a", "2");
+        cache.confirm(&versioned("2").metadata);
         feed.record(&watcher::Event::Delete(versioned("2")));
         assert_eq!(cache.find::<ConfigMap>(Some("apps"), "u", "id", "web", "a"), Some(None));
         feed.record(&watcher::Event::Apply(versioned("2")));
@@ -572,7 +683,7 @@ mod tests {
             obj.metadata.resource_version = Some(version.into());
             obj
         };
-        cache.confirm("uid-a", "1");
+        cache.confirm(&at("1").metadata);
         assert!(cache.is_own_echo(&watcher::Event::Apply(at("1"))));
         assert!(
             !cache.is_own_echo(&watcher::Event::Apply(at("2"))),
@@ -596,5 +707,71 @@ mod tests {
         assert!(cache.written_unseen::<ConfigMap>(Some("other"), "u").is_empty());
         feed.record(&watcher::Event::Apply(at("1")));
         assert!(unseen().is_empty(), "the watch showed it");
+    }
+
+    #[test]
+    fn a_child_with_a_generation_stays_confirmed_across_changes_to_its_status_only() {
+        let cache = ChildCache::new("op", OWNER_ANNOTATION).with_hash_annotation("op/hash");
+        let feed = cache.feed::<ConfigMap>(Some("apps"));
+        let at = |version: &str, generation: Option<i64>| {
+            let mut obj = child("apps", "a", Some("u"), None, "web");
+            obj.metadata.resource_version = Some(version.into());
+            obj.metadata.generation = generation;
+            obj
+        };
+        let found = || {
+            cache
+                .find::<ConfigMap>(Some("apps"), "u", "id", "web", "a")
+                .flatten()
+                .expect("found")
+        };
+        feed.record(&watcher::Event::<ConfigMap>::Init);
+        feed.record(&watcher::Event::InitApply(at("1", Some(1))));
+        feed.record(&watcher::Event::<ConfigMap>::InitDone);
+        cache.confirm(&at("1", Some(1)).metadata);
+        feed.record(&watcher::Event::Apply(at("2", Some(1))));
+        assert!(cache.is_confirmed(&found()), "another writer's status change");
+        assert!(
+            !cache.is_own_echo(&watcher::Event::Apply(at("2", Some(1)))),
+            "but it is no echo: the owner must see it"
+        );
+        let mut relabelled = at("3", Some(1));
+        relabelled.labels_mut().insert("extra".into(), "x".into());
+        feed.record(&watcher::Event::Apply(relabelled));
+        assert!(!cache.is_confirmed(&found()), "a metadata change");
+        feed.record(&watcher::Event::Apply(at("4", Some(2))));
+        assert!(!cache.is_confirmed(&found()), "a spec change (new generation)");
+
+        cache.confirm(&at("5", None).metadata);
+        feed.record(&watcher::Event::Apply(at("6", None)));
+        assert!(
+            !cache.is_confirmed(&found()),
+            "without a generation only the confirmed resourceVersion counts"
+        );
+    }
+
+    #[test]
+    fn only_kinds_named_keep_their_status_and_only_what_the_trim_leaves() {
+        let cache =
+            ChildCache::new("op", OWNER_ANNOTATION).with_status::<k8s_openapi::api::core::v1::Service>(|mut status| {
+                status.as_object_mut().map(|fields| fields.remove("conditions"));
+                status
+            });
+        let service = k8s_openapi::api::core::v1::Service {
+            status: Some(
+                serde_json::from_value(serde_json::json!({
+                    "loadBalancer": {"ingress": [{"ip": "10.0.0.1"}]},
+                    "conditions": [{"type": "Ready", "status": "True", "reason": "R", "message": "m",
+                                    "lastTransitionTime": "2026-11-25T10:00:00Z"}]
+                }))
+                .expect("a status"),
+            ),
+            ..Default::default()
+        };
+        assert_eq!(
+            cache.status_of(&service).as_deref(),
+            Some(r#"{"loadBalancer":{"ingress":[{"ip":"10.0.0.1"}]}}"#)
+        );
+        assert_eq!(cache.status_of(&child("apps", "a", None, None, "web")), None);
     }
 }

@@ -193,6 +193,29 @@ struct ChildKey {
     name: String,
 }
 
+/// What a child's controller reads of it to report on it: its place, generation and (kept part of its) status.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Observed {
+    /// The child's name.
+    pub name: String,
+    /// The child's namespace.
+    pub namespace: Option<String>,
+    /// Its `metadata.generation` (what status conditions' `observedGeneration` is compared with).
+    pub generation: Option<i64>,
+    /// Its status, as far as its kind keeps it.
+    pub status: Value,
+}
+
+impl Observed {
+    /// The child as a JSON object with just `metadata.name`, `.namespace`, `.generation` and `status`.
+    pub fn to_json(&self) -> Value {
+        serde_json::json!({
+            "metadata": {"name": self.name, "namespace": self.namespace, "generation": self.generation},
+            "status": self.status,
+        })
+    }
+}
+
 /// A child decorated for applying, with what deciding whether to apply it needs.
 struct Prepared<T> {
     child: T,
@@ -276,10 +299,46 @@ impl ChildSet {
         T: Resource<DynamicType = (), Scope = NamespaceResourceScope> + Clone + Serialize + DeserializeOwned + Debug,
     {
         let prepared = self.prepare(child)?;
-        if self.unchanged_since_confirmed::<T>(&prepared) {
+        if self.unchanged_since_confirmed::<T>(&prepared).is_some() {
             return Ok(());
         }
         self.write(prepared).await.map(|_| ())
+    }
+
+    /// As [`Self::ensure`] for a child whose status the caller reports (a gateway's verdict on a route): returns
+    /// what the child's kind keeps of its status (see
+    /// [`ChildCache::with_status`](crate::child_cache::ChildCache::with_status)) from the watch when the child
+    /// is untouched since confirmed, else from the live copy read or written.
+    pub async fn apply_observed<T>(&mut self, child: T) -> Result<Observed, ChildError>
+    where
+        T: Resource<DynamicType = (), Scope = NamespaceResourceScope> + Clone + Serialize + DeserializeOwned + Debug,
+    {
+        let prepared = self.prepare(child)?;
+        if let Some(cached) = self.unchanged_since_confirmed::<T>(&prepared)
+            && let Some(status) = cached.status.as_deref()
+        {
+            return Ok(Observed {
+                name: cached.name,
+                namespace: cached.namespace,
+                generation: cached.generation,
+                status: serde_json::from_str(status).unwrap_or(Value::Null),
+            });
+        }
+        let live = self.write(prepared).await?;
+        let kept = self.config.cache.as_ref().and_then(|cache| cache.status_of(&live));
+        let status = match kept {
+            Some(status) => serde_json::from_str(&status).unwrap_or(Value::Null),
+            None => match serde_json::to_value(&live) {
+                Ok(Value::Object(mut fields)) => fields.remove("status").unwrap_or(Value::Null),
+                _ => Value::Null,
+            },
+        };
+        Ok(Observed {
+            name: live.name_any(),
+            namespace: live.namespace(),
+            generation: live.meta().generation,
+            status,
+        })
     }
 
     /// Applies `child` (namespace defaults to the owner's) and records it as wanted in this pass; returns the
@@ -344,15 +403,13 @@ impl ChildSet {
         })
     }
 
-    /// Whether the watches show the prepared child as this owner's, untouched since confirmed, with the same
-    /// content hash.
-    fn unchanged_since_confirmed<T>(&self, prepared: &Prepared<T>) -> bool
+    /// The child as the watches show it, when they show it as this owner's, untouched since confirmed, with the
+    /// same content hash.
+    fn unchanged_since_confirmed<T>(&self, prepared: &Prepared<T>) -> Option<CachedChild>
     where
         T: Resource<DynamicType = ()>,
     {
-        let Some(cache) = self.config.cache.as_ref() else {
-            return false;
-        };
+        let cache = self.config.cache.as_ref()?;
         let instance = &self.labels[LABEL_INSTANCE];
         cache
             .find::<T>(
@@ -363,21 +420,17 @@ impl ChildSet {
                 &prepared.name,
             )
             .flatten()
-            .is_some_and(|cached| {
+            .filter(|cached| {
                 !cached.deleting
                     && cached.content_hash.as_deref() == Some(prepared.hash.as_str())
-                    && cache.is_confirmed(&cached)
+                    && cache.is_confirmed(cached)
             })
     }
 
     /// Notes that `live` holds what this pass applied, so a later [`Self::ensure`] can skip it.
     fn confirm<T: Resource>(&self, live: &T) {
-        if let (Some(cache), Some(uid), Some(version)) = (
-            self.config.cache.as_ref(),
-            live.meta().uid.as_deref(),
-            live.meta().resource_version.as_deref(),
-        ) {
-            cache.confirm(uid, version);
+        if let Some(cache) = self.config.cache.as_ref() {
+            cache.confirm(live.meta());
         }
     }
 
@@ -587,6 +640,9 @@ impl ChildSet {
                 deleting: item.meta().deletion_timestamp.is_some(),
                 resource_version: item.resource_version(),
                 content_hash: item.annotations().get(&self.config.hash_annotation).cloned(),
+                generation: item.meta().generation,
+                fingerprint: None,
+                status: None,
             })
             .collect())
     }

@@ -17,6 +17,7 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::utils::PredicateConfig;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::child_cache::{ChildCache, FeedRecorder};
@@ -101,14 +102,45 @@ where
     where
         Child: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     {
-        let (seen, shard) = (self.probe.clone(), self.shard);
         let recorder = self.recorder::<Child>(api.namespace());
-        let echoes = recorder.as_ref().map(FeedRecorder::cache);
         // kube-runtime's own `owns` watches children this way (metadata only).
         #[allow(deprecated)]
-        let children = metadata_watcher(api, config)
+        let events = metadata_watcher(api, config)
             .default_backoff()
-            .inspect_ok(move |event| record(recorder.as_ref(), event))
+            .inspect_ok(move |event| record(recorder.as_ref(), event));
+        self.owned_events(events)
+    }
+
+    /// As [`Self::owns`], watching the children's content so that the child cache keeps the part of their
+    /// status it is told to keep ([`ChildCache::with_status`]); nothing else of the content is kept. For kinds
+    /// whose status the controller reports (a gateway's verdict on a route), so a pass need not read it.
+    #[must_use]
+    pub fn owns_with_status<Child>(self, api: Api<Child>, config: watcher::Config) -> Self
+    where
+        Child: Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + Debug + Send + Sync + 'static,
+    {
+        let recorder = self.recorder::<Child>(api.namespace());
+        let events = watcher(api, config).default_backoff().inspect_ok(move |event| {
+            if let Some(recorder) = recorder.as_ref() {
+                let cache = recorder.cache();
+                recorder.record_with_status(event, |child| cache.status_of(child));
+            }
+        });
+        self.owned_events(events)
+    }
+
+    /// Triggers the owners of the children in `events` (already recorded in the child cache), skipping the
+    /// echoes of this process's own writes.
+    fn owned_events<Child>(
+        self,
+        events: impl Stream<Item = Result<watcher::Event<Child>, watcher::Error>> + Send + 'static,
+    ) -> Self
+    where
+        Child: Resource<DynamicType = ()> + Clone + Debug + Send + Sync + 'static,
+    {
+        let (seen, shard) = (self.probe.clone(), self.shard);
+        let echoes = self.children.clone();
+        let children = events
             // A child exactly as this process wrote it brings nothing its owner's pass did not know.
             .try_filter(move |event| std::future::ready(!echoes.as_ref().is_some_and(|cache| cache.is_own_echo(event))))
             .touched_objects()

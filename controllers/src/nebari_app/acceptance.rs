@@ -23,6 +23,33 @@ pub fn json<T: serde::Serialize>(object: &T) -> Value {
     serde_json::to_value(object).unwrap_or(Value::Null)
 }
 
+/// What of an HTTPRoute's or SecurityPolicy's status the verdicts read, kept by the watch so a pass need not read
+/// the child: every condition without its timestamp, and without its message when it holds (only what a
+/// refusal or a wait says is reported); the controller names are dropped too.
+pub fn trim_status(mut status: Value) -> Value {
+    trim_in_place(&mut status);
+    status
+}
+
+fn trim_in_place(value: &mut Value) {
+    match value {
+        Value::Object(fields) => {
+            fields.remove("controllerName");
+            if let Some(Value::Array(conditions)) = fields.get_mut("conditions") {
+                for condition in conditions.iter_mut().filter_map(Value::as_object_mut) {
+                    condition.remove("lastTransitionTime");
+                    if condition.get("status").and_then(Value::as_str) == Some("True") {
+                        condition.remove("message");
+                    }
+                }
+            }
+            fields.values_mut().for_each(trim_in_place);
+        }
+        Value::Array(items) => items.iter_mut().for_each(trim_in_place),
+        _ => {}
+    }
+}
+
 /// What the gateway says about one object.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Verdict {
@@ -305,6 +332,44 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn trimming_a_status_keeps_every_verdict() {
+        let routes = [
+            json!([parent(vec![
+                cond("Accepted", "True", "Accepted", 2),
+                cond("ResolvedRefs", "True", "ResolvedRefs", 2)
+            ])]),
+            json!([parent(vec![cond("Accepted", "True", "Accepted", 1)])]),
+            json!([parent(vec![
+                cond("Accepted", "True", "Accepted", 2),
+                cond("ResolvedRefs", "False", "RefNotPermitted", 2)
+            ])]),
+            json!([parent(vec![cond("Accepted", "False", "NotAllowedByListeners", 2)])]),
+            json!(null),
+        ];
+        for parents in routes {
+            let mut full = http_route(2, parents);
+            for condition in full["status"]["parents"].as_array_mut().into_iter().flatten() {
+                for c in condition["conditions"].as_array_mut().into_iter().flatten() {
+                    c["lastTransitionTime"] = json!("2026-11-25T10:00:00Z");
+                }
+            }
+            let mut trimmed = full.clone();
+            trimmed["status"] = trim_status(full["status"].clone());
+            let verdict = |r: &Value| super::route(r, "envoy-gateway-system", "nebari-gateway");
+            assert_eq!(verdict(&trimmed), verdict(&full), "{full}");
+            let text = trimmed.to_string();
+            assert!(
+                !text.contains("lastTransitionTime") && !text.contains("controllerName"),
+                "{text}"
+            );
+            assert!(
+                !text.contains("Accepted says Accepted"),
+                "a holding condition's message is dropped: {text}"
+            );
+        }
     }
 
     #[test]

@@ -106,8 +106,8 @@ impl Pass<'_> {
                 &credentials,
                 self.plan.is_tls(),
             );
-            let applied = self.children.apply(policy).await?;
-            verdict = acceptance::policy(&acceptance::json(&applied));
+            let observed = self.children.apply_observed(policy).await?;
+            verdict = acceptance::policy(&observed.to_json());
         }
         self.status.status.client_secret_ref = Some(ResourceReference {
             name: credentials.secret_name.clone(),

@@ -147,7 +147,10 @@ impl NebariAppController {
             token_exchange: token_exchange::Detector::default(),
             health: Arc::new(health),
             orphans: Arc::new(orphans),
-            children: ChildCache::new(MANAGED_BY, OWNER_ANNOTATION).with_hash_annotation(HASH_ANNOTATION),
+            children: ChildCache::new(MANAGED_BY, OWNER_ANNOTATION)
+                .with_hash_annotation(HASH_ANNOTATION)
+                .with_status::<HttpRoute>(acceptance::trim_status)
+                .with_status::<SecurityPolicy>(acceptance::trim_status),
             seen: Seen::default(),
         })
     }
@@ -256,9 +259,11 @@ impl Reconciler for NebariAppController {
         } else {
             triggers
         };
+        // Routes and policies are watched with their content: their status (the gateway's verdict, which the app
+        // reports) is kept in the child cache, so a pass need not read them.
         triggers
-            .owns(scope.api::<HttpRoute>(), managed.clone())
-            .owns(scope.api::<SecurityPolicy>(), managed.clone())
+            .owns_with_status(scope.api::<HttpRoute>(), managed.clone())
+            .owns_with_status(scope.api::<SecurityPolicy>(), managed.clone())
             .owns(scope.api::<Secret>(), managed.clone())
             .owns(scope.api::<Role>(), managed.clone())
             .owns(scope.api::<RoleBinding>(), managed.clone())

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use crds::nebari::{GatewayReference, NebariApp, NebariAppSpec, PathType, RouteMatch};
 use crds::thirdparty::envoy_gateway::SecurityPolicy;
+use framework::children::Observed;
 use framework::conditions::ConditionUpdate;
 use framework::error::kube_error;
 use framework::events::Severity;
@@ -214,15 +215,15 @@ impl Pass<'_> {
         };
         let main = self
             .children
-            .apply(main_route(self.app, self.names.route(), &attachment))
+            .apply_observed(main_route(self.app, self.names.route(), &attachment))
             .await?;
         let verdict_of =
-            |route: &HttpRoute| acceptance::route(&acceptance::json(route), &attachment.namespace, &attachment.gateway);
+            |route: &Observed| acceptance::route(&route.to_json(), &attachment.namespace, &attachment.gateway);
         let mut verdicts = vec![verdict_of(&main)];
         let has_public = routing.public_routes.as_ref().is_some_and(|r| !r.is_empty());
         if has_public && auth_enforced(&self.app.spec) {
             if let Some(route) = public_route(self.app, self.names.public_route(), &attachment) {
-                let public = self.children.apply(route).await?;
+                let public = self.children.apply_observed(route).await?;
                 verdicts.push(verdict_of(&public));
             }
         } else if has_public {

@@ -3,6 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use crds::thirdparty::envoy_gateway::{PolicyTargetReference, SecurityPolicy, SecurityPolicySpec};
+use e2e::fixtures::third_party_crds;
 use e2e::harness::{Deadline, TestCluster, wait_until};
 use framework::child_cache::ChildCache;
 use framework::children::{
@@ -368,4 +370,139 @@ async fn a_child_written_by_an_earlier_pass_and_not_yet_watched_is_still_pruned(
         third.prune().await.expect("prune again").is_empty(),
         "nothing is left to prune"
     );
+}
+
+/// A SecurityPolicy child (a kind with a generation and a status subresource) targeting route `route`.
+fn policy(name: &str, route: &str) -> SecurityPolicy {
+    let mut policy = SecurityPolicy::new(
+        name,
+        SecurityPolicySpec {
+            target_refs: Some(vec![PolicyTargetReference {
+                group: "gateway.networking.k8s.io".into(),
+                kind: "HTTPRoute".into(),
+                name: route.into(),
+            }]),
+            ..Default::default()
+        },
+    );
+    policy.metadata.namespace = None;
+    policy
+}
+
+#[tokio::test]
+async fn apply_observed_reports_a_status_written_by_someone_else_from_the_watch_without_a_read() {
+    let cluster = TestCluster::start().await;
+    cluster.install_crds(&[third_party_crds::security_policy()]).await;
+    let ns = cluster.create_namespace("observed").await;
+    let owners: Api<ConfigMap> = Api::namespaced(cluster.client(), &ns);
+    let parent = owner(&owners, "parent").await;
+    let api: Api<SecurityPolicy> = Api::namespaced(cluster.client(), &ns);
+    let cache = ChildCache::new("framework-test", "test.example.com/owner")
+        .with_hash_annotation("test.example.com/applied-hash")
+        .with_status::<SecurityPolicy>(|status| status);
+    let recorder = cache.feed::<SecurityPolicy>(Some(&ns));
+    let selector = format!("{LABEL_MANAGED_BY}=framework-test");
+    let watch = tokio::spawn(
+        watcher(api.clone(), watcher::Config::default().labels(&selector))
+            .inspect_ok(move |event| {
+                let cache = recorder.cache();
+                recorder.record_with_status(event, |obj| cache.status_of(obj));
+            })
+            .for_each(|_| async {}),
+    );
+    let cached = || ChildConfig {
+        cache: Some(cache.clone()),
+        kinds: ChildKinds::new().with::<SecurityPolicy>(Placement::OwnerNamespace),
+        ..config()
+    };
+    let (parent_uid, owner_id) = (parent.uid().expect("uid"), format!("/ConfigMap/{ns}/parent"));
+    let seen_at = |version: String| {
+        let cache = cache.clone();
+        let (ns, parent_uid, owner_id) = (ns.clone(), parent_uid.clone(), owner_id.clone());
+        move || {
+            let found = cache.find::<SecurityPolicy>(Some(&ns), &parent_uid, &owner_id, "parent", "parent-policy");
+            let version = version.clone();
+            async move {
+                match found {
+                    Some(Some(child)) if child.resource_version.as_deref() == Some(version.as_str()) => Ok(Some(())),
+                    other => Err(format!("cache has {other:?}")),
+                }
+            }
+        }
+    };
+    let gets = || {
+        cluster
+            .emulator()
+            .hooks()
+            .count("get", "gateway.envoyproxy.io", "securitypolicies", "")
+    };
+
+    let mut first = ChildSet::new(cluster.client(), cached(), &parent, "policy").expect("owner");
+    let created = first
+        .apply_observed(policy("parent-policy", "web"))
+        .await
+        .expect("create");
+    assert_eq!(created.status, serde_json::Value::Null, "a new child has no status");
+    assert_eq!(created.generation, Some(1));
+
+    // The gateway accepts the policy: a status write, which leaves the generation as it was.
+    let accepted = serde_json::json!({"ancestors": [{"ancestorRef": {"name": "gw"},
+        "conditions": [{"type": "Accepted", "status": "True", "reason": "Accepted", "observedGeneration": 1}]}]});
+    let written = api
+        .patch_status(
+            "parent-policy",
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"status": accepted})),
+        )
+        .await
+        .expect("the gateway writes the status");
+    assert_eq!(written.metadata.generation, Some(1));
+    wait_until(
+        "the watch sees the status",
+        Deadline::secs(30),
+        seen_at(written.resource_version().expect("rv")),
+    )
+    .await;
+
+    let (gets_before, writes_before) = (gets(), cluster.write_requests());
+    let mut second = ChildSet::new(cluster.client(), cached(), &parent, "policy").expect("owner");
+    let observed = second
+        .apply_observed(policy("parent-policy", "web"))
+        .await
+        .expect("unchanged");
+    assert_eq!(observed.status, accepted, "the status comes from the watch");
+    assert_eq!(observed.generation, Some(1));
+    assert_eq!(gets(), gets_before, "a child changed only in its status is not read");
+    assert_eq!(cluster.write_requests(), writes_before, "nor written");
+
+    // Someone else edits the spec: the generation moves, so the child is read and repaired.
+    let edited = api
+        .patch(
+            "parent-policy",
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"spec": {"targetRefs": [
+                {"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": "elsewhere"}]}})),
+        )
+        .await
+        .expect("someone else edits the spec");
+    assert_eq!(edited.metadata.generation, Some(2));
+    wait_until(
+        "the watch sees the edit",
+        Deadline::secs(30),
+        seen_at(edited.resource_version().expect("rv")),
+    )
+    .await;
+    let gets_before = gets();
+    let mut third = ChildSet::new(cluster.client(), cached(), &parent, "policy").expect("owner");
+    let repaired = third
+        .apply_observed(policy("parent-policy", "web"))
+        .await
+        .expect("repair");
+    assert_eq!(gets(), gets_before + 1, "a child whose spec changed is read");
+    assert_eq!(third.writes(), 1, "and repaired");
+    assert_eq!(repaired.generation, Some(3));
+    let live = api.get("parent-policy").await.expect("get");
+    let targets = live.spec.target_refs.unwrap_or_default();
+    assert_eq!(targets.first().map(|t| t.name.as_str()), Some("web"));
+    watch.abort();
 }
