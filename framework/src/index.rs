@@ -36,9 +36,11 @@ impl<V> Default for IndexedEvents<V> {
 }
 
 struct Filed<V> {
-    by_key: HashMap<String, HashMap<ObjectKey, V>>,
+    /// Per key, the objects filed under it: a few each (an owner's children), so a list sized to them costs far
+    /// less than a map per key would.
+    by_key: HashMap<Box<str>, Vec<(ObjectKey, V)>>,
     /// The keys each object is filed under, to take it out again.
-    keys_of: HashMap<ObjectKey, Vec<String>>,
+    keys_of: HashMap<ObjectKey, Box<[Box<str>]>>,
 }
 
 impl<V> Default for Filed<V> {
@@ -84,7 +86,12 @@ impl<V: Clone> IndexedEvents<V> {
 
     /// The objects filed under `key`, with their values.
     pub fn get(&self, key: &str) -> impl Iterator<Item = (&ObjectKey, &V)> {
-        self.current.by_key.get(key).into_iter().flatten()
+        self.current
+            .by_key
+            .get(key)
+            .into_iter()
+            .flatten()
+            .map(|(object, value)| (object, value))
     }
 }
 
@@ -94,11 +101,10 @@ impl<V: Clone> Filed<V> {
         if keys.is_empty() {
             return;
         }
+        let keys: Box<[Box<str>]> = keys.into_iter().map(String::into_boxed_str).collect();
         for key in &keys {
-            self.by_key
-                .entry(key.clone())
-                .or_default()
-                .insert(object.clone(), value.clone());
+            let filed = self.by_key.entry(key.clone()).or_insert_with(|| Vec::with_capacity(1));
+            filed.push((object.clone(), value.clone()));
         }
         self.keys_of.insert(object, keys);
     }
@@ -106,7 +112,7 @@ impl<V: Clone> Filed<V> {
     fn remove(&mut self, object: &ObjectKey) {
         for key in self.keys_of.remove(object).into_iter().flatten() {
             if let Some(objects) = self.by_key.get_mut(&key) {
-                objects.remove(object);
+                objects.retain(|(filed, _)| filed != object);
                 if objects.is_empty() {
                     self.by_key.remove(&key);
                 }

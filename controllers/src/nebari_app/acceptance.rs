@@ -24,8 +24,9 @@ pub fn json<T: serde::Serialize>(object: &T) -> Value {
 }
 
 /// What of an HTTPRoute's or SecurityPolicy's status the verdicts read, kept by the watch so a pass need not read
-/// the child: every condition without its timestamp, and without its message when it holds (only what a
-/// refusal or a wait says is reported); the controller names are dropped too.
+/// the child: every condition without its timestamp, and without its reason and message when it holds (only what
+/// a refusal or a wait says is reported); of each parent or ancestor reference only its name and namespace, and
+/// no controller names.
 pub fn trim_status(mut status: Value) -> Value {
     trim_in_place(&mut status);
     status
@@ -35,11 +36,17 @@ fn trim_in_place(value: &mut Value) {
     match value {
         Value::Object(fields) => {
             fields.remove("controllerName");
+            for reference in ["parentRef", "ancestorRef"] {
+                if let Some(Value::Object(reference)) = fields.get_mut(reference) {
+                    reference.retain(|key, _| key == "name" || key == "namespace");
+                }
+            }
             if let Some(Value::Array(conditions)) = fields.get_mut("conditions") {
                 for condition in conditions.iter_mut().filter_map(Value::as_object_mut) {
                     condition.remove("lastTransitionTime");
                     if condition.get("status").and_then(Value::as_str) == Some("True") {
                         condition.remove("message");
+                        condition.remove("reason");
                     }
                 }
             }
