@@ -329,19 +329,23 @@ impl Pass<'_> {
             field_manager: Some(self.ctx.field_manager.clone()),
             ..PatchParams::default()
         };
-        api.patch_status(&self.app.name_any(), &params, &Patch::Merge(&patch))
+        let stored = api
+            .patch_status(&self.app.name_any(), &params, &Patch::Merge(&patch))
             .await
             .map_err(kube_error("recording that Keycloak clients are being provisioned"))?;
+        self.stored = Some(stored);
         self.status.status.auth_config_hash = Some(PROVISIONING_MARKER.to_string());
         Ok(())
     }
 
-    async fn remove_force_annotation(&self) -> Result<(), NebariAppError> {
+    async fn remove_force_annotation(&mut self) -> Result<(), NebariAppError> {
         let api: Api<NebariApp> = Api::namespaced(self.ctx.client.clone(), &self.names.namespace);
         let patch = json!({"metadata": {"annotations": {FORCE_REPROVISION_ANNOTATION: null}}});
-        api.patch(&self.app.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
+        let stored = api
+            .patch(&self.app.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
             .await
             .map_err(kube_error("removing the force-reprovision annotation"))?;
+        self.stored = Some(stored);
         Ok(())
     }
 }

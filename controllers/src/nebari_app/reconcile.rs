@@ -84,6 +84,10 @@ pub struct Pass<'a> {
     pub children: ChildSet,
     /// The status assembled so far.
     pub status: StatusBuilder,
+    /// The app as this pass's own writes to it left it (the provisioning marker, the force annotation's
+    /// removal): the status is written onto that copy, whose resourceVersion the API server now has, instead of
+    /// being refused as stale and written a second time.
+    pub stored: Option<NebariApp>,
 }
 
 impl<'a> Pass<'a> {
@@ -98,6 +102,7 @@ impl<'a> Pass<'a> {
             plan: TlsPlan::for_app(app, &controller.settings),
             children: controller.child_set(ctx, app)?,
             status,
+            stored: None,
         })
     }
 
@@ -129,7 +134,8 @@ impl<'a> Pass<'a> {
 
     /// Publishes the status (events on transitions, a write only on change) and returns the pass's outcome.
     async fn publish(self, outcome: Result<Outcome, NebariAppError>) -> Result<Outcome, NebariAppError> {
-        framework::status::publish(self.controller, self.ctx, self.app, self.status)
+        let stored = self.stored.as_ref().unwrap_or(self.app);
+        framework::status::publish(self.controller, self.ctx, stored, self.status)
             .await
             .map_err(kube_error("writing the status"))?;
         outcome
