@@ -12,9 +12,9 @@ use framework::children::{
 };
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kube::ResourceExt;
 use kube::api::{Api, ObjectMeta, PartialObjectMeta, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
+use kube::{Resource, ResourceExt};
 
 fn config() -> ChildConfig {
     ChildConfig {
@@ -49,6 +49,30 @@ fn record_children(cluster: &TestCluster, ns: &str, cache: &ChildCache) -> tokio
             .inspect_ok(move |event| recorder.record(event))
             .for_each(|_| async {}),
     )
+}
+
+/// Waits until `cache` shows `child`, one of `parent`'s, at its resourceVersion.
+async fn wait_until_cached_at<K: Resource<DynamicType = ()>>(
+    cache: &ChildCache,
+    parent: &ConfigMap,
+    what: &str,
+    child: &K,
+) {
+    let (ns, name) = (child.namespace().expect("namespaced"), child.name_any());
+    let version = child.resource_version().expect("rv");
+    let (uid, instance) = (parent.uid().expect("uid"), parent.name_any());
+    let owner_id = format!("/ConfigMap/{ns}/{instance}");
+    wait_until(what, Deadline::secs(30), || {
+        let found = cache.find::<K>(Some(&ns), &uid, &owner_id, &instance, &name);
+        let version = version.clone();
+        async move {
+            match found {
+                Some(Some(cached)) if cached.resource_version.as_deref() == Some(version.as_str()) => Ok(Some(())),
+                other => Err(format!("cache has {other:?}")),
+            }
+        }
+    })
+    .await;
 }
 
 async fn owner(api: &Api<ConfigMap>, name: &str) -> ConfigMap {
@@ -248,32 +272,10 @@ async fn ensure_skips_an_untouched_child_and_reads_and_repairs_one_edited_by_som
         cache: Some(cache.clone()),
         ..config()
     };
-    let parent_uid = parent.uid().expect("uid");
-    let owner_id = format!("/ConfigMap/{ns}/parent");
-    let seen_at = |version: String| {
-        let cache = cache.clone();
-        let (ns, parent_uid, owner_id) = (ns.clone(), parent_uid.clone(), owner_id.clone());
-        move || {
-            let found = cache.find::<ConfigMap>(Some(&ns), &parent_uid, &owner_id, "parent", "parent-a");
-            let version = version.clone();
-            async move {
-                match found {
-                    Some(Some(child)) if child.resource_version.as_deref() == Some(version.as_str()) => Ok(Some(())),
-                    other => Err(format!("cache has {other:?}")),
-                }
-            }
-        }
-    };
-
     let mut first = ChildSet::new(cluster.client(), cached(), &parent, "widget").expect("owner");
     first.ensure(child("parent-a", "a")).await.expect("create");
     let created = api.get("parent-a").await.expect("created");
-    wait_until(
-        "the watch sees the child",
-        Deadline::secs(30),
-        seen_at(created.resource_version().expect("rv")),
-    )
-    .await;
+    wait_until_cached_at(&cache, &parent, "the watch sees the child", &created).await;
 
     let gets = || cluster.emulator().hooks().count("get", "", "configmaps", "");
     let (gets_before, writes_before) = (gets(), cluster.write_requests());
@@ -292,12 +294,7 @@ async fn ensure_skips_an_untouched_child_and_reads_and_repairs_one_edited_by_som
         .replace("parent-a", &PostParams::default(), &edited)
         .await
         .expect("someone else edits the child");
-    wait_until(
-        "the watch sees the edit",
-        Deadline::secs(30),
-        seen_at(edited.resource_version().expect("rv")),
-    )
-    .await;
+    wait_until_cached_at(&cache, &parent, "the watch sees the edit", &edited).await;
     let gets_before = gets();
     let mut third = ChildSet::new(cluster.client(), cached(), &parent, "widget").expect("owner");
     third.ensure(child("parent-a", "a")).await.expect("repair");
@@ -415,21 +412,6 @@ async fn apply_observed_reports_a_status_written_by_someone_else_from_the_watch_
         kinds: ChildKinds::new().with::<SecurityPolicy>(Placement::OwnerNamespace),
         ..config()
     };
-    let (parent_uid, owner_id) = (parent.uid().expect("uid"), format!("/ConfigMap/{ns}/parent"));
-    let seen_at = |version: String| {
-        let cache = cache.clone();
-        let (ns, parent_uid, owner_id) = (ns.clone(), parent_uid.clone(), owner_id.clone());
-        move || {
-            let found = cache.find::<SecurityPolicy>(Some(&ns), &parent_uid, &owner_id, "parent", "parent-policy");
-            let version = version.clone();
-            async move {
-                match found {
-                    Some(Some(child)) if child.resource_version.as_deref() == Some(version.as_str()) => Ok(Some(())),
-                    other => Err(format!("cache has {other:?}")),
-                }
-            }
-        }
-    };
     let gets = || {
         cluster
             .emulator()
@@ -457,12 +439,7 @@ async fn apply_observed_reports_a_status_written_by_someone_else_from_the_watch_
         .await
         .expect("the gateway writes the status");
     assert_eq!(written.metadata.generation, Some(1));
-    wait_until(
-        "the watch sees the status",
-        Deadline::secs(30),
-        seen_at(written.resource_version().expect("rv")),
-    )
-    .await;
+    wait_until_cached_at(&cache, &parent, "the watch sees the status", &written).await;
 
     let (gets_before, writes_before) = (gets(), cluster.write_requests());
     let mut second = ChildSet::new(cluster.client(), cached(), &parent, "policy").expect("owner");
@@ -486,12 +463,7 @@ async fn apply_observed_reports_a_status_written_by_someone_else_from_the_watch_
         .await
         .expect("someone else edits the spec");
     assert_eq!(edited.metadata.generation, Some(2));
-    wait_until(
-        "the watch sees the edit",
-        Deadline::secs(30),
-        seen_at(edited.resource_version().expect("rv")),
-    )
-    .await;
+    wait_until_cached_at(&cache, &parent, "the watch sees the edit", &edited).await;
     let gets_before = gets();
     let mut third = ChildSet::new(cluster.client(), cached(), &parent, "policy").expect("owner");
     let repaired = third
