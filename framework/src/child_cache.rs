@@ -263,16 +263,17 @@ impl ChildCache {
 
     /// What is kept of `obj`'s status (compact JSON), when its kind is one [`Self::with_status`] names.
     pub fn status_of<K: Resource<DynamicType = ()> + Serialize>(&self, obj: &K) -> Option<Arc<str>> {
+        let trim = self.status_trim::<K>()?;
+        Some(trim(status_json(obj)).to_string().into())
+    }
+
+    /// What [`Self::with_status`] keeps of the status of kind `K`, when it names the kind.
+    pub fn status_trim<K: Resource<DynamicType = ()>>(&self) -> Option<StatusTrim> {
         let (api_version, kind) = (K::api_version(&()), K::kind(&()));
-        let status_kind = self
-            .status_kinds
+        self.status_kinds
             .iter()
-            .find(|s| s.api_version == api_version && s.kind == kind)?;
-        let status = match serde_json::to_value(obj) {
-            Ok(Value::Object(mut fields)) => fields.remove("status").unwrap_or(Value::Null),
-            _ => Value::Null,
-        };
-        Some((status_kind.trim)(status).to_string().into())
+            .find(|s| s.api_version == api_version && s.kind == kind)
+            .map(|s| s.trim)
     }
 
     /// Notes that the child `meta` describes held what this process applied.
@@ -416,6 +417,14 @@ impl ChildCache {
     fn unseen_map(&self) -> std::sync::MutexGuard<'_, Unseen> {
         // Updates keep both maps consistent before they can panic (plain inserts and removes).
         self.unseen.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The `status` of `obj` as JSON (`null` when it has none).
+pub fn status_json<K: Serialize>(obj: &K) -> Value {
+    match serde_json::to_value(obj) {
+        Ok(Value::Object(mut fields)) => fields.remove("status").unwrap_or(Value::Null),
+        _ => Value::Null,
     }
 }
 

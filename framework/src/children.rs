@@ -325,13 +325,10 @@ impl ChildSet {
             });
         }
         let live = self.write(prepared).await?;
-        let kept = self.config.cache.as_ref().and_then(|cache| cache.status_of(&live));
-        let status = match kept {
-            Some(status) => serde_json::from_str(&status).unwrap_or(Value::Null),
-            None => match serde_json::to_value(&live) {
-                Ok(Value::Object(mut fields)) => fields.remove("status").unwrap_or(Value::Null),
-                _ => Value::Null,
-            },
+        let status = crate::child_cache::status_json(&live);
+        let status = match self.config.cache.as_ref().and_then(ChildCache::status_trim::<T>) {
+            Some(trim) => trim(status),
+            None => status,
         };
         Ok(Observed {
             name: live.name_any(),

@@ -120,9 +120,9 @@ where
         Child: Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + Debug + Send + Sync + 'static,
     {
         let recorder = self.recorder::<Child>(api.namespace());
+        let cache = self.children.clone();
         let events = watcher(api, config).default_backoff().inspect_ok(move |event| {
-            if let Some(recorder) = recorder.as_ref() {
-                let cache = recorder.cache();
+            if let (Some(recorder), Some(cache)) = (recorder.as_ref(), cache.as_ref()) {
                 recorder.record_with_status(event, |child| cache.status_of(child));
             }
         });
