@@ -49,11 +49,11 @@ pub struct NebariAppSpec {
     /// outside the operator: then no HTTPRoute, Certificate or listener is created (and existing ones are
     /// removed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub routing: Option<RoutingConfig>,
+    pub routing: Option<Box<RoutingConfig>>,
 
     /// Auth configures OIDC authentication for the application.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub auth: Option<AuthConfig>,
+    pub auth: Option<Box<AuthConfig>>,
 
     /// Gateway selects the shared Gateway that routes to the application: "public" (default) or "internal".
     #[serde(default)]
@@ -67,7 +67,7 @@ pub struct NebariAppSpec {
 
     /// LandingPage configures how the service appears on the Nebari landing page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub landing_page: Option<LandingPageConfig>,
+    pub landing_page: Option<Box<LandingPageConfig>>,
 }
 
 /// Which shared Gateway routes to the application.
@@ -441,7 +441,7 @@ pub struct NebariAppStatus {
     pub auth_config_hash: Option<String>,
     /// The resolved landing-page descriptor consumed by the landing page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub service_discovery: Option<ServiceDiscoveryStatus>,
+    pub service_discovery: Option<Box<ServiceDiscoveryStatus>>,
 }
 
 /// Identifies a Gateway.

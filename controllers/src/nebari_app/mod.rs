@@ -492,7 +492,7 @@ pub(crate) fn example_app(routing: Option<crds::nebari::RoutingConfig>) -> Nebar
                 port: 80,
                 namespace: None,
             },
-            routing,
+            routing: routing.map(Box::new),
             auth: None,
             gateway: Default::default(),
             service_account_name: None,

@@ -124,11 +124,11 @@ impl<'a> Pass<'a> {
     /// The landing page's view of the app, and Ready from the conditions that apply.
     fn derive_ready(&mut self) {
         let health_checks = self.controller.settings.health_checks.enabled;
-        self.status.status.service_discovery = Some(super::discovery::service_discovery(
+        self.status.status.service_discovery = Some(Box::new(super::discovery::service_discovery(
             self.app,
             self.plan.is_tls(),
             health_checks,
-        ));
+        )));
         self.status.derive_ready(&status::applicable(&self.app.spec), None);
     }
 

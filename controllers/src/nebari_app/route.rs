@@ -293,7 +293,7 @@ mod tests {
                     port: 8080,
                     namespace: None,
                 },
-                routing,
+                routing: routing.map(Box::new),
                 auth: None,
                 gateway: Default::default(),
                 service_account_name: None,
