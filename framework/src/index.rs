@@ -7,7 +7,9 @@
 //! [`IndexedEvents`] is the bookkeeping both it and [`ChildCache`](crate::child_cache::ChildCache) share: it
 //! applies a watch's events (a relist replaces the old view only when complete) to a map from key to objects.
 
-use std::collections::HashMap;
+use std::borrow::Borrow;
+use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use kube::Resource;
@@ -37,22 +39,53 @@ impl<V> Default for IndexedEvents<V> {
 
 struct Filed<V> {
     /// Per key, the objects filed under it: a few each (an owner's children), so a list sized to them costs far
-    /// less than a map per key would.
-    by_key: HashMap<Box<str>, Vec<(ObjectKey, V)>>,
-    /// The keys each object is filed under, to take it out again.
-    keys_of: HashMap<ObjectKey, Box<[Box<str>]>>,
+    /// less than a map per key would. An object filed under several keys is stored once and shared.
+    by_key: HashMap<Arc<str>, Vec<Arc<Filing<V>>>>,
+    /// Every filed object, found by its namespace and name (to take it out again).
+    filings: HashSet<ByObject<V>>,
+}
+
+/// One object as filed: where it is, the keys it is filed under (shared with the map's keys) and its value.
+struct Filing<V> {
+    object: ObjectKey,
+    keys: Box<[Arc<str>]>,
+    value: V,
+}
+
+/// A filing as a member of the set of all filings, which is looked up by the object's namespace and name.
+struct ByObject<V>(Arc<Filing<V>>);
+
+impl<V> Hash for ByObject<V> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        // As the `ObjectKey` it borrows as hashes, so a lookup by `ObjectKey` finds it.
+        self.0.object.hash(state);
+    }
+}
+
+impl<V> PartialEq for ByObject<V> {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.object == other.0.object
+    }
+}
+
+impl<V> Eq for ByObject<V> {}
+
+impl<V> Borrow<ObjectKey> for ByObject<V> {
+    fn borrow(&self) -> &ObjectKey {
+        &self.0.object
+    }
 }
 
 impl<V> Default for Filed<V> {
     fn default() -> Self {
         Self {
             by_key: HashMap::new(),
-            keys_of: HashMap::new(),
+            filings: HashSet::new(),
         }
     }
 }
 
-impl<V: Clone> IndexedEvents<V> {
+impl<V> IndexedEvents<V> {
     /// Applies one watch event; `file` says under which keys, with which value, an applied object goes (no keys:
     /// it is not filed).
     pub fn apply<K: Resource>(&mut self, event: &watcher::Event<K>, file: impl FnOnce(&K) -> (Vec<String>, V)) {
@@ -91,30 +124,41 @@ impl<V: Clone> IndexedEvents<V> {
             .get(key)
             .into_iter()
             .flatten()
-            .map(|(object, value)| (object, value))
+            .map(|filing| (&filing.object, &filing.value))
     }
 }
 
-impl<V: Clone> Filed<V> {
+impl<V> Filed<V> {
     fn put(&mut self, object: ObjectKey, keys: Vec<String>, value: V) {
         self.remove(&object);
         if keys.is_empty() {
             return;
         }
-        let keys: Box<[Box<str>]> = keys.into_iter().map(String::into_boxed_str).collect();
-        for key in &keys {
+        // A key already in the map (another object's, e.g. a sibling's owner uid) is shared, not copied.
+        let keys: Box<[Arc<str>]> = keys
+            .into_iter()
+            .map(|key| match self.by_key.get_key_value(key.as_str()) {
+                Some((shared, _)) => shared.clone(),
+                None => Arc::from(key),
+            })
+            .collect();
+        let filing = Arc::new(Filing { object, keys, value });
+        for key in filing.keys.iter() {
             let filed = self.by_key.entry(key.clone()).or_insert_with(|| Vec::with_capacity(1));
-            filed.push((object.clone(), value.clone()));
+            filed.push(filing.clone());
         }
-        self.keys_of.insert(object, keys);
+        self.filings.insert(ByObject(filing));
     }
 
     fn remove(&mut self, object: &ObjectKey) {
-        for key in self.keys_of.remove(object).into_iter().flatten() {
-            if let Some(objects) = self.by_key.get_mut(&key) {
-                objects.retain(|(filed, _)| filed != object);
+        let Some(ByObject(filing)) = self.filings.take(object) else {
+            return;
+        };
+        for key in filing.keys.iter() {
+            if let Some(objects) = self.by_key.get_mut(key) {
+                objects.retain(|filed| !Arc::ptr_eq(filed, &filing));
                 if objects.is_empty() {
-                    self.by_key.remove(&key);
+                    self.by_key.remove(key);
                 }
             }
         }
