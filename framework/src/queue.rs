@@ -12,7 +12,8 @@
 //! reconcile ends.
 
 use std::collections::HashMap;
-use std::hash::Hash;
+use std::hash::{BuildHasher, Hash, RandomState};
+use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -20,13 +21,23 @@ use kube::Resource;
 use kube::runtime::reflector::ObjectRef;
 
 /// The objects of one controller waiting to be reconciled, and since when.
+///
+/// Objects are known by a 64-bit hash of their reference, not the reference itself: with every object of a
+/// large install queued at once (a restart, a first rollout) the references' strings were megabytes. Two objects
+/// whose hashes collide (odds about n²/2⁶⁵) would be counted as one, which only blurs the metrics.
 pub struct QueueProbe<K: Resource<DynamicType = ()>> {
-    due: Arc<Mutex<HashMap<ObjectRef<K>, Instant>>>,
+    due: Arc<Mutex<HashMap<u64, Instant>>>,
+    hasher: RandomState,
+    kind: PhantomData<fn() -> K>,
 }
 
 impl<K: Resource<DynamicType = ()>> Clone for QueueProbe<K> {
     fn clone(&self) -> Self {
-        Self { due: self.due.clone() }
+        Self {
+            due: self.due.clone(),
+            hasher: self.hasher.clone(),
+            kind: PhantomData,
+        }
     }
 }
 
@@ -34,6 +45,8 @@ impl<K: Resource<DynamicType = ()>> Default for QueueProbe<K> {
     fn default() -> Self {
         Self {
             due: Arc::new(Mutex::new(HashMap::new())),
+            hasher: RandomState::new(),
+            kind: PhantomData,
         }
     }
 }
@@ -54,15 +67,16 @@ where
     }
 
     fn due_at(&self, object: ObjectRef<K>, at: Instant) {
+        let key = self.hasher.hash_one(&object);
         if let Ok(mut due) = self.due.lock() {
-            due.entry(object).and_modify(|t| *t = (*t).min(at)).or_insert(at);
+            due.entry(key).and_modify(|t| *t = (*t).min(at)).or_insert(at);
         }
     }
 
     /// A reconcile of `object` starts (or kube-runtime gave up on it, the object being gone): it leaves the
     /// queue. Returns how long it waited since it came due, if it was seen entering.
     pub fn started(&self, object: &ObjectRef<K>) -> Option<Duration> {
-        let at = self.due.lock().ok()?.remove(object)?;
+        let at = self.due.lock().ok()?.remove(&self.hasher.hash_one(object))?;
         Some(Instant::now().saturating_duration_since(at))
     }
 
