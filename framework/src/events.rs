@@ -5,6 +5,7 @@
 //! [`EventPublisher`] remembers the last note per object and reason and stays quiet while it repeats.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
 use std::sync::Mutex;
 
 use k8s_openapi::api::core::v1::ObjectReference;
@@ -13,8 +14,8 @@ use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 
 use crate::sanitize;
 
-/// How many (object, reason) pairs are remembered before the memory is reset.
-const MEMORY_LIMIT: usize = 10_000;
+/// How many objects are remembered before the memory is reset (about 100 bytes each).
+const MEMORY_LIMIT: usize = 50_000;
 
 /// Severity of an event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,7 +30,18 @@ pub enum Severity {
 pub struct EventPublisher {
     client: Client,
     reporter: Reporter,
-    last: Mutex<HashMap<(String, String), String>>,
+    /// Per object (a hash of its uid), the last note published for each reason, as hashes of both: a few
+    /// dozen bytes per object instead of copies of the uid, reasons and notes. A hash collision (odds about
+    /// n²/2⁶⁵) could only suppress one event.
+    last: Mutex<HashMap<u64, Vec<LastNote>>>,
+    hasher: RandomState,
+}
+
+/// The last note published for one reason (hashes).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct LastNote {
+    reason: u64,
+    note: u64,
 }
 
 impl EventPublisher {
@@ -43,6 +55,7 @@ impl EventPublisher {
             client,
             reporter,
             last: Mutex::new(HashMap::new()),
+            hasher: RandomState::new(),
         }
     }
 
@@ -50,16 +63,19 @@ impl EventPublisher {
     /// note. The note is sanitized. Failures are logged, never returned: events are best effort.
     pub async fn publish(&self, object: &ObjectReference, severity: Severity, reason: &str, action: &str, note: &str) {
         let note = sanitize::sanitize(note);
-        let key = (object.uid.clone().unwrap_or_default(), reason.to_string());
+        let object_key = self.hasher.hash_one(object.uid.as_deref().unwrap_or_default());
+        let last_note = self.last_note(reason, &note);
         {
             let Ok(mut last) = self.last.lock() else { return };
-            if last.get(&key) == Some(&note) {
+            if last.get(&object_key).is_some_and(|notes| notes.contains(&last_note)) {
                 return;
             }
-            if last.len() >= MEMORY_LIMIT {
+            if last.len() >= MEMORY_LIMIT && !last.contains_key(&object_key) {
                 last.clear();
             }
-            last.insert(key.clone(), note.clone());
+            let notes = last.entry(object_key).or_default();
+            notes.retain(|n| n.reason != last_note.reason);
+            notes.push(last_note);
         }
         let event = Event {
             type_: match severity {
@@ -78,8 +94,10 @@ impl EventPublisher {
         if let Err(error) = recorder.publish(&event, object).await {
             tracing::warn!(%error, reason, "failed to publish event");
             // Forget it so the next attempt publishes again.
-            if let Ok(mut last) = self.last.lock() {
-                last.remove(&key);
+            if let Ok(mut last) = self.last.lock()
+                && let Some(notes) = last.get_mut(&object_key)
+            {
+                notes.retain(|n| *n != last_note);
             }
         }
     }
@@ -87,17 +105,27 @@ impl EventPublisher {
     /// Forgets everything remembered about an object (after it is deleted).
     pub fn forget(&self, uid: &str) {
         if let Ok(mut last) = self.last.lock() {
-            last.retain(|(object, _), _| object != uid);
+            last.remove(&self.hasher.hash_one(uid));
         }
     }
 
     /// Whether a publish with these arguments would be suppressed as a repeat (for tests and callers that batch).
     pub fn is_repeat(&self, uid: &str, reason: &str, note: &str) -> bool {
-        let note = sanitize::sanitize(note);
+        let last_note = self.last_note(reason, &sanitize::sanitize(note));
         self.last
             .lock()
-            .map(|last| last.get(&(uid.to_string(), reason.to_string())) == Some(&note))
+            .map(|last| {
+                last.get(&self.hasher.hash_one(uid))
+                    .is_some_and(|notes| notes.contains(&last_note))
+            })
             .unwrap_or(false)
+    }
+
+    fn last_note(&self, reason: &str, note: &str) -> LastNote {
+        LastNote {
+            reason: self.hasher.hash_one(reason),
+            note: self.hasher.hash_one(note),
+        }
     }
 }
 
@@ -105,4 +133,100 @@ fn hostname_instance() -> Option<String> {
     std::env::var("POD_NAME")
         .ok()
         .or_else(|| hostname::get().ok().and_then(|h| h.into_string().ok()))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+    /// A publisher whose API accepts every event, and how many it was sent.
+    fn publisher() -> (EventPublisher, Arc<AtomicUsize>) {
+        let sent = Arc::new(AtomicUsize::new(0));
+        let counter = sent.clone();
+        let api = tower::service_fn(move |_request: http::Request<kube::client::Body>| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            async {
+                let created = serde_json::json!({
+                    "apiVersion": "events.k8s.io/v1",
+                    "kind": "Event",
+                    "metadata": {"name": "e", "namespace": "ns"},
+                    "eventTime": "2026-01-01T00:00:00.000000Z",
+                });
+                let response = http::Response::builder()
+                    .status(201)
+                    .body(kube::client::Body::from(created.to_string().into_bytes()))?;
+                Ok::<_, BoxError>(response)
+            }
+        });
+        (EventPublisher::new(Client::new(api, "ns"), "test"), sent)
+    }
+
+    fn object(uid: &str) -> ObjectReference {
+        ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("ConfigMap".into()),
+            namespace: Some("ns".into()),
+            name: Some(format!("cm-{uid}")),
+            uid: Some(uid.into()),
+            ..Default::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_repeated_note_is_published_once_per_object_and_reason() {
+        let (events, sent) = publisher();
+        let (a, b) = (object("a"), object("b"));
+        events
+            .publish(&a, Severity::Warning, "Blocked", "Blocking", "waiting for x")
+            .await;
+        events
+            .publish(&a, Severity::Warning, "Blocked", "Blocking", "waiting for x")
+            .await;
+        assert_eq!(sent.load(Ordering::SeqCst), 1, "the repeat is suppressed");
+        assert!(events.is_repeat("a", "Blocked", "waiting for x"));
+
+        events
+            .publish(&a, Severity::Normal, "Ready", "Reconcile", "waiting for x")
+            .await;
+        events
+            .publish(&b, Severity::Warning, "Blocked", "Blocking", "waiting for x")
+            .await;
+        assert_eq!(
+            sent.load(Ordering::SeqCst),
+            3,
+            "another reason, another object: both published"
+        );
+
+        events
+            .publish(&a, Severity::Warning, "Blocked", "Blocking", "waiting for y")
+            .await;
+        events
+            .publish(&a, Severity::Warning, "Blocked", "Blocking", "waiting for x")
+            .await;
+        assert_eq!(
+            sent.load(Ordering::SeqCst),
+            5,
+            "a changed note is published, and so is the old one after it"
+        );
+        assert!(
+            events.is_repeat("a", "Ready", "waiting for x"),
+            "the other reason's note is kept"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_forgotten_object_publishes_again() {
+        let (events, sent) = publisher();
+        let a = object("a");
+        events.publish(&a, Severity::Normal, "Ready", "Reconcile", "ok").await;
+        events.forget("a");
+        assert!(!events.is_repeat("a", "Ready", "ok"));
+        events.publish(&a, Severity::Normal, "Ready", "Reconcile", "ok").await;
+        assert_eq!(sent.load(Ordering::SeqCst), 2);
+    }
 }
