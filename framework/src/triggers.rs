@@ -57,9 +57,8 @@ where
             true => any_change(obj),
             false => wanted_state(obj),
         };
-        // managedFields are often the larger part of an object and nothing reads them from the cache.
         let watched = watcher(api, config).default_backoff().modify(move |obj| {
-            obj.managed_fields_mut().clear();
+            strip_unread(obj);
             trim(obj);
         });
         // The store keeps every object (peers span shards); only this shard's objects trigger.
@@ -221,7 +220,7 @@ where
         let recorder = self.recorder::<Other>(api.namespace());
         let (mut writer, synced) = cache.feed(api.namespace());
         let watched = watcher(api, config).default_backoff().modify(move |obj| {
-            obj.managed_fields_mut().clear();
+            strip_unread(obj);
             strip(obj);
         });
         let others = watched
@@ -329,6 +328,19 @@ fn wanted_state<K: Resource>(obj: &K) -> Option<u64> {
     Some(hasher.finish())
 }
 
+/// The annotation in which client-side `kubectl apply` keeps a copy of the whole object it applied.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// Drops from a watched object, before it is cached, what no reconcile reads there and what is often the larger
+/// part of it: managedFields, and the copy of the object that client-side `kubectl apply` (how users apply their
+/// CRs) keeps in an annotation.
+fn strip_unread<K: Resource>(obj: &mut K) {
+    obj.managed_fields_mut().clear();
+    if let Some(annotations) = obj.meta_mut().annotations.as_mut() {
+        annotations.remove(LAST_APPLIED);
+    }
+}
+
 /// Every change of the object: its resourceVersion, as before this filter existed.
 fn any_change<K: Resource>(obj: &K) -> Option<u64> {
     let mut hasher = DefaultHasher::new();
@@ -415,5 +427,31 @@ mod tests {
             change(&mut changed);
             assert_ne!(wanted_state(&changed), base, "{changed:?}");
         }
+    }
+
+    #[test]
+    fn caching_drops_managed_fields_and_kubectls_copy_but_keeps_other_annotations() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
+        let mut app = ConfigMap::default();
+        app.metadata.managed_fields = Some(vec![ManagedFieldsEntry {
+            manager: Some("kubectl".into()),
+            ..ManagedFieldsEntry::default()
+        }]);
+        app.metadata.annotations = Some(
+            [
+                (
+                    LAST_APPLIED.to_string(),
+                    r#"{"kind":"ConfigMap","data":{"big":"copy"}}"#.to_string(),
+                ),
+                ("force".to_string(), "1".to_string()),
+            ]
+            .into(),
+        );
+        strip_unread(&mut app);
+        assert!(app.metadata.managed_fields.unwrap_or_default().is_empty());
+        assert_eq!(
+            app.metadata.annotations,
+            Some([("force".to_string(), "1".to_string())].into())
+        );
     }
 }
