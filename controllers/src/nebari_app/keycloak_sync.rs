@@ -12,7 +12,8 @@ use framework::namespaces::WatchedNamespaces;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::ListParams;
 use kube::{Client as KubeClient, ResourceExt};
-use secrecy::ExposeSecret;
+use rand::Rng;
+use secrecy::{ExposeSecret, SecretString};
 
 use super::NebariAppController;
 use super::auth_policy::KeycloakPolicy;
@@ -21,7 +22,7 @@ use super::keycloak_groups::{self, AppGroups};
 use super::naming::AppNames;
 use super::oidc_secret::OidcSecretData;
 use super::security_policy::{GROUPS_CLAIM, callback_path, scopes};
-use crate::keycloak::{Client, ClientSpec, ClientUpdate, ProtocolMapper, RealmClient};
+use crate::keycloak::{Client, ClientSpec, ClientUpdate, Ensured, ProtocolMapper, RealmClient};
 
 /// Description put on client scopes the operator creates.
 const SCOPE_DESCRIPTION: &str = "Managed by nebari-operator";
@@ -203,6 +204,8 @@ pub async fn provision(
         warnings: Vec::new(),
     };
     let (confidential, client_secret) = run.confidential_client().await?;
+    let created = confidential.created;
+    let confidential = confidential.value;
     run.scopes_and_mappers(&confidential.id).await?;
     let groups = AppGroups::new(&run.realm, names)
         .sync(&keycloak_groups::wanted(auth), previous.groups, &policy.group_patterns)
@@ -210,7 +213,7 @@ pub async fn provision(
     run.warnings.extend(groups.warnings);
     let spa_client_id = run.spa_client(previous.spa).await?;
     let device_client_id = run.device_client(&confidential.client_id).await?;
-    run.token_exchange(controller, &confidential, peers).await?;
+    run.token_exchange(controller, &confidential, peers, created).await?;
     Ok(ProvisionedClients {
         client_id: confidential.client_id,
         client_secret,
@@ -235,15 +238,18 @@ struct Provisioning<'a> {
 }
 
 impl Provisioning<'_> {
-    /// The confidential client with its redirect URIs, and its secret (generated when it has none).
-    async fn confidential_client(&self) -> Result<(Client, String), NebariAppError> {
+    /// The confidential client with its redirect URIs (and whether this pass created it), and its secret. A client
+    /// this pass creates gets a secret generated here, as Keycloak would (32 alphanumeric characters from a
+    /// CSPRNG), so it need not be read back; an existing client's is read (and generated when it has none).
+    async fn confidential_client(&self) -> Result<(Ensured<Client>, String), NebariAppError> {
         let base = &self.base;
         let callback = callback_path(self.auth);
         let client_id = self.names.keycloak_client();
         let redirect_uris = vec![format!("{base}{callback}")];
         let web_origins = vec![base.clone()];
         let logout = vec![format!("{base}/*")];
-        let spec = ClientSpec::confidential(&client_id, None)
+        let generated = generate_client_secret(&mut rand::rng());
+        let spec = ClientSpec::confidential(&client_id, Some(SecretString::from(generated.clone())))
             .with_redirect_uris(redirect_uris.clone())
             .with_web_origins(web_origins.clone())
             .with_post_logout_redirect_uris(&logout);
@@ -266,9 +272,12 @@ impl Provisioning<'_> {
             self.policy.adopt_unowned_clients,
         )
         .await?;
-        let secret = match self.realm.client_secret(&confidential.id).await? {
+        if confidential.created {
+            return Ok((confidential, generated));
+        }
+        let secret = match self.realm.client_secret(&confidential.value.id).await? {
             Some(secret) => secret,
-            None => self.realm.regenerate_client_secret(&confidential.id).await?,
+            None => self.realm.regenerate_client_secret(&confidential.value.id).await?,
         };
         Ok((confidential, secret.expose_secret().to_string()))
     }
@@ -370,7 +379,8 @@ impl Provisioning<'_> {
             self.names,
             self.policy.adopt_unowned_clients,
         )
-        .await?;
+        .await?
+        .value;
         self.realm
             .ensure_default_client_scopes(&device.id, &self.scopes, Some(SCOPE_DESCRIPTION))
             .await?;
@@ -380,12 +390,13 @@ impl Provisioning<'_> {
     }
 
     /// Token exchange towards the confidential client `client`: granted to `peers` while enabled (v1 or v2, see
-    /// `token_exchange.rs`), revoked otherwise.
+    /// `token_exchange.rs`), revoked otherwise; a client this pass `created` has nothing to revoke.
     async fn token_exchange(
         &self,
         controller: &NebariAppController,
         client: &Client,
         peers: &[String],
+        created: bool,
     ) -> Result<(), NebariAppError> {
         if self.auth.token_exchange.as_ref().is_some_and(|t| t.enabled) {
             let flavour = controller
@@ -394,9 +405,23 @@ impl Provisioning<'_> {
                 .await?;
             return super::token_exchange::grant(&self.realm, flavour, client, peers).await;
         }
+        if created {
+            return Ok(());
+        }
         super::token_exchange::revoke(&self.realm, client).await
     }
 }
+
+/// A new client secret as Keycloak makes them: 32 characters from [A-Za-z0-9] (about 190 bits).
+fn generate_client_secret(rng: &mut impl Rng) -> String {
+    rng.sample_iter(rand::distr::Alphanumeric)
+        .take(CLIENT_SECRET_LEN)
+        .map(char::from)
+        .collect()
+}
+
+/// How long a generated client secret is (Keycloak's own length).
+const CLIENT_SECRET_LEN: usize = 32;
 
 /// The client `spec.client_id`, created with this app as its owner when missing, adopted when it is one the
 /// replaced operator made; refused when it belongs to someone else. Then brought to `settled` (with the owner
@@ -407,7 +432,7 @@ async fn ensure_owned(
     mut settled: ClientUpdate,
     names: &AppNames,
     adopt: bool,
-) -> Result<Client, NebariAppError> {
+) -> Result<Ensured<Client>, NebariAppError> {
     if is_built_in(&spec.client_id) {
         return Err(NebariAppError::Refused {
             reason: "KeycloakClientNotOwned",
@@ -418,16 +443,17 @@ async fn ensure_owned(
         });
     }
     let spec = spec.with_attribute(OWNER_ATTRIBUTE, &names.owner());
-    let client = realm.ensure_client(&spec).await?.value;
-    match ownership(&client, names, adopt) {
+    let ensured = realm.ensure_client(&spec).await?;
+    let client = &ensured.value;
+    match ownership(client, names, adopt) {
         Ownership::Ours | Ownership::Adoptable => {
             settled
                 .set_attributes
                 .insert(OWNER_ATTRIBUTE.to_string(), names.owner());
-            if settled.changes(&client) {
+            if settled.changes(client) {
                 realm.update_client(&client.id, &settled).await?;
             }
-            Ok(client)
+            Ok(ensured)
         }
         Ownership::Foreign => Err(NebariAppError::Refused {
             reason: "KeycloakClientNotOwned",
@@ -510,6 +536,15 @@ pub async fn delete_clients(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn generated_client_secrets_look_like_keycloaks_and_differ() {
+        let mut rng = rand::rng();
+        let (a, b) = (generate_client_secret(&mut rng), generate_client_secret(&mut rng));
+        assert_eq!(a.len(), 32);
+        assert!(a.chars().all(|c| c.is_ascii_alphanumeric()), "{a}");
+        assert_ne!(a, b);
+    }
 
     fn client(client_id: &str, owner: Option<&str>) -> Client {
         let mut client = Client {
