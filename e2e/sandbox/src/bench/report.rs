@@ -17,6 +17,9 @@ pub struct Row {
     pub objects: usize,
     /// Seconds from the first create until every object reported Ready.
     pub converge_seconds: f64,
+    /// Seconds from the first create until the last create was answered (the part of `converge_seconds` the
+    /// objects were still arriving).
+    pub created_seconds: f64,
     /// The manager's Kubernetes reads (GET) per object until convergence.
     pub gets_per_object: f64,
     /// The manager's LISTs per object until convergence.
@@ -34,6 +37,10 @@ pub struct Row {
     pub external_per_object: BTreeMap<String, f64>,
     /// The manager's CPU seconds spent from the first create until convergence.
     pub cpu_seconds: f64,
+    /// The bench process's own CPU seconds over the same span: the API emulator, the stand-ins, the Keycloak
+    /// and Rancher emulators and the creating client (the real Keystone runs apart). With the manager's, where
+    /// the machine's time went.
+    pub sandbox_cpu_seconds: f64,
     /// The manager's peak resident memory, MiB.
     pub peak_rss_mib: f64,
     /// Kubernetes requests the manager made during the idle phase.
@@ -66,7 +73,7 @@ impl Report {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "| workload | objects | converge | GET/obj | LIST/obj | writes/obj | watches | reconciles/obj | external/obj | CPU s | peak RSS MiB | idle: requests / reconciles / external |"
+            "| workload | objects | converge (created) | GET/obj | LIST/obj | writes/obj | watches | reconciles/obj | external/obj | CPU s (sandbox) | peak RSS MiB | idle: requests / reconciles / external |"
         );
         let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|---|");
         for row in &self.rows {
@@ -81,10 +88,11 @@ impl Report {
             };
             let _ = writeln!(
                 out,
-                "| {} | {} | {:.1} s | {:.1} | {:.2} | {:.1} | {} | {:.2} | {} | {:.1} | {:.0} | {} / {} / {} in {:.0} s |",
+                "| {} | {} | {:.1} s ({:.1} s) | {:.1} | {:.2} | {:.1} | {} | {:.2} | {} | {:.1} ({:.1}) | {:.0} | {} / {} / {} in {:.0} s |",
                 row.workload,
                 row.objects,
                 row.converge_seconds,
+                row.created_seconds,
                 row.gets_per_object,
                 row.lists_per_object,
                 row.writes_per_object,
@@ -92,6 +100,7 @@ impl Report {
                 row.reconciles_per_object,
                 external,
                 row.cpu_seconds,
+                row.sandbox_cpu_seconds,
                 row.peak_rss_mib,
                 row.idle_requests,
                 row.idle_reconciles,
@@ -211,7 +220,7 @@ mod tests {
         };
         let table = report.table();
         assert_eq!(table.lines().count(), 4, "{table}");
-        assert!(table.contains("| nebariapp | 5000 | 30.0 s |"), "{table}");
+        assert!(table.contains("| nebariapp | 5000 | 30.0 s (0.0 s) |"), "{table}");
         assert!(table.contains("keycloak 10.0"), "{table}");
         let dir = tempfile::tempdir().expect("dir");
         let path = dir.path().join("scaling.svg");
