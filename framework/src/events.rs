@@ -67,7 +67,7 @@ impl EventPublisher {
         let last_note = self.last_note(reason, &note);
         {
             let Ok(mut last) = self.last.lock() else { return };
-            if last.get(&object_key).is_some_and(|notes| notes.contains(&last_note)) {
+            if remembers(&last, object_key, last_note) {
                 return;
             }
             if last.len() >= MEMORY_LIMIT && !last.contains_key(&object_key) {
@@ -114,10 +114,7 @@ impl EventPublisher {
         let last_note = self.last_note(reason, &sanitize::sanitize(note));
         self.last
             .lock()
-            .map(|last| {
-                last.get(&self.hasher.hash_one(uid))
-                    .is_some_and(|notes| notes.contains(&last_note))
-            })
+            .map(|last| remembers(&last, self.hasher.hash_one(uid), last_note))
             .unwrap_or(false)
     }
 
@@ -127,6 +124,11 @@ impl EventPublisher {
             note: self.hasher.hash_one(note),
         }
     }
+}
+
+/// Whether `note` is the last one remembered for its reason on the object `object`.
+fn remembers(last: &HashMap<u64, Vec<LastNote>>, object: u64, note: LastNote) -> bool {
+    last.get(&object).is_some_and(|notes| notes.contains(&note))
 }
 
 fn hostname_instance() -> Option<String> {
