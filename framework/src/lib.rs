@@ -35,6 +35,7 @@ pub mod peers;
 #[cfg(target_os = "linux")]
 pub mod process_metrics;
 pub mod queue;
+pub mod ready_tally;
 pub mod runner;
 pub mod sanitize;
 pub mod secrets;

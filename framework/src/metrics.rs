@@ -5,7 +5,7 @@
 //! each controller gets a [`ControllerMetrics`] view labelled with its name.
 //!
 //! Beyond controller-runtime's set: `platform_operator_objects{controller,ready,reason}` counts the cached objects
-//! by their Ready condition at each scrape, and `platform_operator_last_successful_reconcile_timestamp_seconds`
+//! by their Ready condition (tallied as the watch reports them, `crate::ready_tally`), and `platform_operator_last_successful_reconcile_timestamp_seconds`
 //! stamps each controller's last success, so alerts need no log scraping.
 //!
 //! kube-runtime's scheduler does not expose its queue, so `workqueue_depth` and
@@ -44,8 +44,8 @@ pub struct ObjectReadiness {
 /// Reads how many objects wait in a controller's queue; called at each scrape.
 pub type QueueSource = Box<dyn Fn() -> usize + Send + Sync>;
 
-/// Reads the readiness of every object a controller caches; called at each scrape.
-pub type ObjectSource = Box<dyn Fn() -> Vec<ObjectReadiness> + Send + Sync>;
+/// Reads how many objects a controller caches at each readiness; called at each scrape.
+pub type ObjectSource = Box<dyn Fn() -> Vec<(ObjectReadiness, i64)> + Send + Sync>;
 
 /// One value a controller publishes per object (labels `namespace`, `name`), e.g. when a credential expires.
 #[derive(Clone, Debug, PartialEq)]
@@ -307,7 +307,7 @@ impl Metrics {
         Ok(collector)
     }
 
-    /// Adds the objects of one controller's cache (one per watched scope) to `platform_operator_objects`.
+    /// Adds the tally of one controller's cache (one per watched scope) to `platform_operator_objects`.
     pub fn register_objects(&self, controller: &str, source: ObjectSource) {
         if let Ok(mut sources) = self.object_sources.lock() {
             sources.push((controller.to_string(), source));
@@ -351,17 +351,17 @@ impl Metrics {
         }
     }
 
-    /// Recounts `platform_operator_objects` from the registered caches (at each scrape).
+    /// Sets `platform_operator_objects` from the registered tallies (at each scrape).
     fn count_objects(&self) {
         let Ok(sources) = self.object_sources.lock() else {
             return;
         };
         let mut counts: BTreeMap<(String, &'static str, String), i64> = BTreeMap::new();
         for (controller, source) in sources.iter() {
-            for readiness in source() {
+            for (readiness, count) in source() {
                 *counts
                     .entry((controller.clone(), readiness.ready, readiness.reason))
-                    .or_default() += 1;
+                    .or_default() += count;
             }
         }
         self.objects.reset();
@@ -583,20 +583,16 @@ mod tests {
     fn objects_are_counted_by_readiness_at_each_scrape_and_successes_are_stamped() {
         let metrics = Metrics::new().expect("metrics");
         let c = metrics.controller("nebariapp", 1);
-        let state = Arc::new(Mutex::new(vec![
-            ObjectReadiness {
-                ready: "true",
-                reason: "AllReady".into(),
-            },
-            ObjectReadiness {
-                ready: "false",
-                reason: "HostnameConflict".into(),
-            },
-            ObjectReadiness {
-                ready: "false",
-                reason: "HostnameConflict".into(),
-            },
-        ]));
+        // Two entries of one standing (as two watched namespaces would report) are added up.
+        let conflict = ObjectReadiness {
+            ready: "false",
+            reason: "HostnameConflict".into(),
+        };
+        let ready = ObjectReadiness {
+            ready: "true",
+            reason: "AllReady".into(),
+        };
+        let state = Arc::new(Mutex::new(vec![(ready, 1), (conflict.clone(), 1), (conflict, 1)]));
         let shared = state.clone();
         metrics.register_objects(
             "nebariapp",

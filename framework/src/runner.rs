@@ -419,7 +419,10 @@ async fn run_scope<R: Reconciler>(state: Arc<State<R>>, scope: Scope, runtime: R
         R::STATUS_TRIGGERS,
         shard,
         R::trim_cached,
+        |obj| readiness(R::ready_condition(obj)),
     );
+    let tally = triggers.ready_tally();
+    runtime.metrics.register_objects(name, Box::new(move || tally.counts()));
     let controller = state
         .reconciler
         .watches(triggers, &scope)
@@ -427,18 +430,6 @@ async fn run_scope<R: Reconciler>(state: Arc<State<R>>, scope: Scope, runtime: R
         .with_config(ControllerConfig::default().concurrency(concurrency))
         .graceful_shutdown_on(runtime.shutdown.clone().cancelled_owned());
     let store = controller.store();
-    let counted = store.clone();
-    runtime.metrics.register_objects(
-        name,
-        Box::new(move || {
-            counted
-                .state()
-                .iter()
-                .filter(|obj| shard.owns_object(obj.as_ref()))
-                .map(|obj| readiness(R::ready_condition(obj)))
-                .collect()
-        }),
-    );
     if !R::OBJECT_GAUGES.is_empty() {
         let gauged = store.clone();
         let source = move || {

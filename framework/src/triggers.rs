@@ -21,8 +21,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::child_cache::{ChildCache, FeedRecorder};
+use crate::metrics::ObjectReadiness;
 use crate::object_cache::ObjectCache;
 use crate::queue::QueueProbe;
+use crate::ready_tally::ReadyTally;
 use crate::shard::Shard;
 
 /// The watches of one controller in one scope, with every trigger reported to its queue probe. Only objects of
@@ -30,6 +32,7 @@ use crate::shard::Shard;
 pub struct Triggers<K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static> {
     controller: Controller<K>,
     store: Store<K>,
+    tally: ReadyTally,
     probe: QueueProbe<K>,
     children: Option<ChildCache>,
     shard: Shard,
@@ -42,7 +45,7 @@ where
     /// Watches `api` (the controller's own kind) into a cache, triggering each object whose wanted state changed
     /// (see [`wanted_state`]; with `status_triggers`, any change but the resourceVersion and managedFields); every
     /// change still reaches the cache, without its managedFields and what `trim` drops. Only objects of `shard`
-    /// trigger.
+    /// trigger, and only they are counted by `readiness` in [`Self::ready_tally`].
     pub fn new(
         api: Api<K>,
         config: watcher::Config,
@@ -50,17 +53,23 @@ where
         status_triggers: bool,
         shard: Shard,
         trim: fn(&mut K),
+        readiness: fn(&K) -> ObjectReadiness,
     ) -> Self {
         let (store, writer) = reflector::store();
+        let tally = ReadyTally::default();
+        let counted = tally.clone();
         let seen = probe.clone();
         let predicate = move |obj: &K| match status_triggers {
             true => any_change(obj),
             false => wanted_state(obj),
         };
-        let watched = watcher(api, config).default_backoff().modify(move |obj| {
-            strip_unread(obj);
-            trim(obj);
-        });
+        let watched = watcher(api, config)
+            .default_backoff()
+            .modify(move |obj| {
+                strip_unread(obj);
+                trim(obj);
+            })
+            .inspect_ok(move |event| counted.observe(event, |obj| shard.owns_object(obj).then(|| readiness(obj))));
         // The store keeps every object (peers span shards); only this shard's objects trigger.
         let own = reflector::reflector(writer, watched)
             .applied_objects()
@@ -70,6 +79,7 @@ where
         Self {
             controller: Controller::for_stream(own, store.clone()).trigger_backoff(NoPause),
             store,
+            tally,
             probe,
             children: None,
             shard,
@@ -92,6 +102,11 @@ where
     /// The cache of the controller's own objects (for mappers that look at other objects).
     pub fn store(&self) -> Store<K> {
         self.store.clone()
+    }
+
+    /// This shard's objects counted by readiness, kept current by the own watch (for the objects gauge).
+    pub fn ready_tally(&self) -> ReadyTally {
+        self.tally.clone()
     }
 
     /// Triggers the owner of each changed `Child` (its controller ownerReference of kind `K`). Children are
@@ -275,6 +290,7 @@ where
         Self {
             controller: change(self.controller),
             store: self.store,
+            tally: self.tally,
             probe: self.probe,
             children: self.children,
             shard: self.shard,
