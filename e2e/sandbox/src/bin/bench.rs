@@ -12,6 +12,11 @@ use std::time::Duration;
 use clap::Parser;
 use sandbox::bench::{AddedLatency, BenchOptions, Workload, run};
 
+/// The bench process hosts the API emulator and the stand-ins, two thirds of the machine's CPU during a run;
+/// glibc's allocator was a quarter of that, and grew costlier per object as the emulator's heap grew.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Command-line flags.
 #[derive(Debug, Parser)]
 #[command(name = "bench", about = "Measure how the operator scales with the number of objects")]
