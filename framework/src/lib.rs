@@ -6,8 +6,9 @@
 //! cache may not show yet ([`live`]), read Secrets at use time ([`secrets`]), apply and prune children
 //! ([`children`], found without lists through [`child_cache`]), publish events without repeats ([`events`]),
 //! derive valid names ([`names`]), call external systems safely ([`http`], [`sanitize`]), watch related kinds by
-//! metadata only ([`metadata`]), look objects up by a derived key ([`index`]), and expose metrics, probes and
-//! leader election ([`metrics`], [`admin`], [`leader`]). It knows no CRD of ours.
+//! metadata only ([`metadata`]), look objects up by a derived key ([`index`]), and expose metrics (objects counted
+//! by readiness as the watch goes, [`ready_tally`]), probes and leader election ([`metrics`], [`admin`],
+//! [`leader`]). It knows no CRD of ours.
 
 pub mod access;
 pub mod admin;
