@@ -286,6 +286,9 @@ pub struct ControllerDefaults {
     pub reconcile_timeout: Duration,
     /// The share of the objects this replica reconciles.
     pub shard: Shard,
+    /// How long a trigger waits for more triggers of the same object before its reconcile starts, so a burst
+    /// of changes (a gateway accepting a route and then its policy) costs one pass; zero starts at once.
+    pub debounce: Duration,
 }
 
 impl Default for ControllerDefaults {
@@ -297,6 +300,7 @@ impl Default for ControllerDefaults {
             backoff: BackoffPolicy::default(),
             reconcile_timeout: Duration::from_secs(300),
             shard: Shard::WHOLE,
+            debounce: Duration::ZERO,
         }
     }
 }
@@ -427,7 +431,11 @@ async fn run_scope<R: Reconciler>(state: Arc<State<R>>, scope: Scope, runtime: R
         .reconciler
         .watches(triggers, &scope)
         .into_controller()
-        .with_config(ControllerConfig::default().concurrency(concurrency))
+        .with_config(
+            ControllerConfig::default()
+                .concurrency(concurrency)
+                .debounce(runtime.defaults.debounce),
+        )
         .graceful_shutdown_on(runtime.shutdown.clone().cancelled_owned());
     let store = controller.store();
     if !R::OBJECT_GAUGES.is_empty() {

@@ -114,6 +114,11 @@ pub struct RunArgs {
     #[arg(long, env = "MAX_CONCURRENT_RECONCILES", default_value_t = 4)]
     pub max_concurrent_reconciles: u16,
 
+    /// Milliseconds a change waits for more changes to the same object before its reconcile starts; changes
+    /// arriving in that window share one reconcile. 0 reconciles at once.
+    #[arg(long, env = "RECONCILE_DEBOUNCE_MS", default_value_t = 100)]
+    pub reconcile_debounce_ms: u64,
+
     /// Split the objects among this many shards (separate Deployments); this replica reconciles only its own
     /// shard's (a stable hash of namespace and name). Each shard elects its own leader.
     #[arg(long, env = "SHARD_COUNT", default_value_t = 1)]
@@ -746,6 +751,7 @@ impl Cli {
             field_manager_prefix: FIELD_MANAGER_PREFIX.to_string(),
             backoff: framework::backoff::BackoffPolicy::default(),
             reconcile_timeout: Duration::from_secs(self.run.reconcile_timeout_seconds),
+            debounce: Duration::from_millis(self.run.reconcile_debounce_ms),
         }
     }
 
@@ -991,6 +997,14 @@ mod tests {
             error.to_string().contains("the only placeholder is {namespace}"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn reconciles_wait_100_ms_for_more_changes_unless_turned_off() {
+        let defaults = Cli::parse_from(["manager"]).controller_defaults(Shard::WHOLE);
+        assert_eq!(defaults.debounce, Duration::from_millis(100));
+        let off = Cli::parse_from(["manager", "--reconcile-debounce-ms=0"]).controller_defaults(Shard::WHOLE);
+        assert_eq!(off.debounce, Duration::ZERO);
     }
 
     #[test]

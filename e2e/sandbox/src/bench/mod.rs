@@ -113,6 +113,8 @@ pub struct BenchOptions {
     pub create_concurrency: usize,
     /// Added latency per system.
     pub latency: AddedLatency,
+    /// Flags added to the manager's command line.
+    pub manager_args: Vec<String>,
     /// Where each sandbox keeps its state and the manager log (`<dir>/<workload>-<size>`).
     pub work_dir: PathBuf,
     /// The repository root.
@@ -162,6 +164,7 @@ pub async fn run(options: &BenchOptions) -> Result<Report, BenchError> {
             ("keycloak".to_string(), options.latency.keycloak_ms),
             ("rancher".to_string(), options.latency.rancher_ms),
         ]),
+        manager_args: options.manager_args.clone(),
         rows: Vec::new(),
     };
     for &workload in &options.workloads {
@@ -293,7 +296,10 @@ async fn run_one(options: &BenchOptions, workload: Workload, objects: usize) -> 
     let controller = workload.kind().controller();
     let sandbox = Sandbox::start(SandboxOptions {
         apply_samples: false,
-        manager_args: vec![format!("--controllers={controller}")],
+        manager_args: [format!("--controllers={controller}")]
+            .into_iter()
+            .chain(options.manager_args.iter().cloned())
+            .collect(),
         ..SandboxOptions::in_dir(&work_dir, &options.repo_root)
     })
     .await?;

@@ -63,6 +63,8 @@ pub struct Report {
     pub profile: String,
     /// Added latency per system, milliseconds.
     pub latency_ms: BTreeMap<String, u64>,
+    /// Flags given to the manager beyond the controller selection (`--manager-arg`).
+    pub manager_args: Vec<String>,
     /// The rows, in the order run.
     pub rows: Vec<Row>,
 }

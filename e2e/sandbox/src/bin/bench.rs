@@ -45,6 +45,9 @@ struct Args {
     /// Milliseconds added to each Rancher request.
     #[arg(long, default_value_t = 0)]
     rancher_latency_ms: u64,
+    /// An extra flag for the manager (repeatable), e.g. `--manager-arg=--reconcile-debounce-ms=100`.
+    #[arg(long = "manager-arg", allow_hyphen_values = true)]
+    manager_args: Vec<String>,
     /// Directory for the sandboxes, the JSON report and the SVG.
     #[arg(long, default_value = "target/bench")]
     out_dir: PathBuf,
@@ -65,6 +68,7 @@ async fn main() -> ExitCode {
             keycloak_ms: args.keycloak_latency_ms,
             rancher_ms: args.rancher_latency_ms,
         },
+        manager_args: args.manager_args,
         work_dir: out_dir.join("runs"),
         repo_root: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.."),
     };
@@ -76,8 +80,9 @@ async fn main() -> ExitCode {
         }
     };
     println!(
-        "\nmanager build: {}\n\n{}\nKubernetes requests per object:\n{}",
+        "\nmanager build: {}, extra flags: {:?}\n\n{}\nKubernetes requests per object:\n{}",
         report.profile,
+        report.manager_args,
         report.table(),
         report.breakdown()
     );
