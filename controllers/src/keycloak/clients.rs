@@ -116,6 +116,25 @@ impl ClientSpec {
         self
     }
 
+    /// The client this spec creates, under the internal id Keycloak gave it.
+    fn as_created(&self, id: String) -> Client {
+        Client {
+            id,
+            client_id: self.client_id.clone(),
+            name: self.name.clone(),
+            enabled: true,
+            public_client: self.public_client,
+            bearer_only: false,
+            standard_flow_enabled: self.standard_flow,
+            direct_access_grants_enabled: self.direct_access_grants,
+            service_accounts_enabled: self.service_accounts,
+            redirect_uris: self.redirect_uris.clone(),
+            web_origins: self.web_origins.clone(),
+            attributes: self.attributes.clone(),
+            ..Client::default()
+        }
+    }
+
     /// The create body (the secret is exposed here only, into the request).
     fn to_body(&self) -> Value {
         let mut body = json!({
@@ -245,13 +264,13 @@ impl RealmClient {
         self.get_optional("get client", &["clients", id]).await
     }
 
-    /// Creates a client and returns it; a duplicate `clientId` is an error of kind `Conflict`.
+    /// Creates a client and returns it as sent, with the internal id Keycloak answered (`Location`), so the new
+    /// client is not read back; a duplicate `clientId` is an error of kind `Conflict`. What Keycloak adds from
+    /// the realm's defaults (default client scopes, protocol mappers) is not in the returned value: read it with
+    /// its own call.
     pub async fn create_client(&self, spec: &ClientSpec) -> Result<Client, KeycloakError> {
         let (id, _) = self.create("create client", &["clients"], &spec.to_body()).await?;
-        self.get_client(&id).await?.ok_or_else(|| KeycloakError::Missing {
-            operation: "create client",
-            what: format!("new client {}", spec.client_id),
-        })
+        Ok(spec.as_created(id))
     }
 
     /// The client `spec.client_id`, created from `spec` when missing (an existing client is not changed).
@@ -359,6 +378,25 @@ mod tests {
             !format!("{spec:?}").contains("s3cr3t"),
             "Debug must not show the secret"
         );
+    }
+
+    #[test]
+    fn a_created_client_is_what_was_sent_under_the_answered_id() {
+        let spec = ClientSpec::spa("ns-app-spa")
+            .with_redirect_uris(vec!["https://app.example/*".into()])
+            .with_web_origins(vec!["https://app.example".into()])
+            .with_attribute("owner", "ns/app");
+        let client = spec.as_created("0f3c".into());
+        assert_eq!((client.id.as_str(), client.client_id.as_str()), ("0f3c", "ns-app-spa"));
+        assert!(client.enabled && client.public_client && client.standard_flow_enabled);
+        assert!(!client.direct_access_grants_enabled && !client.service_accounts_enabled);
+        assert_eq!(client.redirect_uris, spec.redirect_uris);
+        assert_eq!(client.web_origins, spec.web_origins);
+        assert_eq!(
+            client.attributes.get(PKCE_METHOD_ATTRIBUTE).map(String::as_str),
+            Some("S256")
+        );
+        assert_eq!(client.attributes.get("owner").map(String::as_str), Some("ns/app"));
     }
 
     #[test]

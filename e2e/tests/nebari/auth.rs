@@ -19,6 +19,8 @@ use crate::support::{
 
 /// The request updating a client: made once per provisioning pass.
 const UPDATE_CLIENT: &str = "PUT /admin/realms/{realm}/clients/{id}";
+/// A client read by its internal id.
+const READ_CLIENT: &str = "GET /admin/realms/{realm}/clients/{id}";
 /// Read once per provisioning pass of an existing client (the secret the OIDC Secret carries); a client the pass
 /// creates gets the secret the operator generated, so it is not read back.
 const READ_CLIENT_SECRET: &str = "GET /admin/realms/{realm}/clients/{id}/client-secret";
@@ -59,9 +61,14 @@ async fn auth_provisions_a_keycloak_client_an_oidc_secret_a_security_policy_and_
         .map(|(_, n)| *n)
         .sum();
     assert_eq!(
-        admin_requests, 6,
-        "first pass: find, create and read the client, its default scopes, and look for SPA and device clients \
-         to remove; no secret read, nothing to revoke on a new client: {keycloak:?}"
+        admin_requests, 5,
+        "first pass: find and create the client (not read back), its default scopes, and look for SPA and \
+         device clients to remove; no secret read, nothing to revoke on a new client: {keycloak:?}"
+    );
+    assert_eq!(
+        keycloak.get(READ_CLIENT),
+        None,
+        "the created client is known from what was sent and the id Keycloak answered"
     );
     assert_eq!(
         keycloak.get(UPDATE_CLIENT),
