@@ -105,6 +105,9 @@ pub struct BenchOptions {
     pub workloads: Vec<Workload>,
     /// Object counts.
     pub sizes: Vec<usize>,
+    /// How many times every size runs. Rounds go through all sizes in turn, so a slow spell of the machine
+    /// falls on every size alike; the summary compares medians.
+    pub rounds: usize,
     /// How long the idle phase lasts.
     pub idle: Duration,
     /// How long one size may take to converge before the run fails.
@@ -165,20 +168,28 @@ pub async fn run(options: &BenchOptions) -> Result<Report, BenchError> {
             ("rancher".to_string(), options.latency.rancher_ms),
         ]),
         manager_args: options.manager_args.clone(),
-        rows: Vec::new(),
+        rounds: options.rounds.max(1),
+        ..Report::default()
     };
     for &workload in &options.workloads {
-        for &size in &options.sizes {
-            println!("bench: {} × {size}", workload.name());
-            let row = run_one(options, workload, size).await?;
-            println!(
-                "bench: {} × {size} converged in {:.1} s",
-                workload.name(),
-                row.converge_seconds
-            );
-            report.rows.push(row);
+        for round in 1..=report.rounds {
+            for &size in &options.sizes {
+                println!(
+                    "bench: {} × {size}, round {round} of {}",
+                    workload.name(),
+                    report.rounds
+                );
+                let row = run_one(options, workload, size, round).await?;
+                println!(
+                    "bench: {} × {size} converged in {:.1} s",
+                    workload.name(),
+                    row.converge_seconds
+                );
+                report.rows.push(row);
+            }
         }
     }
+    report.scaling = report.summarize();
     Ok(report)
 }
 
@@ -290,8 +301,8 @@ async fn create_all(client: &Client, workload: Workload, objects: usize, concurr
         .await
 }
 
-async fn run_one(options: &BenchOptions, workload: Workload, objects: usize) -> Result<Row, BenchError> {
-    let work_dir = options.work_dir.join(format!("{}-{objects}", workload.name()));
+async fn run_one(options: &BenchOptions, workload: Workload, objects: usize, round: usize) -> Result<Row, BenchError> {
+    let work_dir = options.work_dir.join(format!("{}-{objects}-{round}", workload.name()));
     let _ = std::fs::remove_dir_all(&work_dir);
     let controller = workload.kind().controller();
     let sandbox = Sandbox::start(SandboxOptions {
@@ -389,6 +400,7 @@ async fn run_one(options: &BenchOptions, workload: Workload, objects: usize) -> 
     let row = Row {
         workload: workload.name().into(),
         objects,
+        round,
         converge_seconds: converge.as_secs_f64(),
         created_seconds: created.as_secs_f64(),
         gets_per_object: per_object(verb_count(&["get"])),

@@ -27,6 +27,9 @@ struct Args {
     /// Object counts (comma-separated).
     #[arg(long, value_delimiter = ',', default_value = "1000")]
     objects: Vec<usize>,
+    /// How many times to run every size; the summary compares the medians (sizes alternate between rounds).
+    #[arg(long, default_value_t = 1)]
+    rounds: usize,
     /// Seconds of the idle phase after convergence.
     #[arg(long, default_value_t = 30)]
     idle_seconds: u64,
@@ -60,6 +63,7 @@ async fn main() -> ExitCode {
     let options = BenchOptions {
         workloads: args.workload,
         sizes: args.objects,
+        rounds: args.rounds,
         idle: Duration::from_secs(args.idle_seconds),
         converge_within: Duration::from_secs(args.converge_seconds),
         create_concurrency: args.create_concurrency,
@@ -80,11 +84,13 @@ async fn main() -> ExitCode {
         }
     };
     println!(
-        "\nmanager build: {}, extra flags: {:?}\n\n{}\nKubernetes requests per object:\n{}",
+        "\nmanager build: {}, extra flags: {:?}\n\n{}\nKubernetes requests per object:\n{}\nScaling (medians of {} round(s)):\n\n{}",
         report.profile,
         report.manager_args,
         report.table(),
-        report.breakdown()
+        report.breakdown(),
+        report.rounds,
+        report.scaling_table()
     );
     let (json, svg) = (out_dir.join("report.json"), out_dir.join("scaling.svg"));
     if let Err(error) = report.write_json(&json).and_then(|()| report.draw(&svg)) {
