@@ -1,11 +1,13 @@
-//! The in-memory object store: one global resourceVersion, per-resource ordered indexes, a bounded history
-//! of changes for watches, and a broadcast channel that fans changes out to watchers and controllers.
+//! The in-memory object store: one global resourceVersion, per-resource shelves (a hash map to find an object,
+//! an ordered index of keys to list them), a bounded history of changes for watches, and a broadcast channel
+//! that fans changes out to watchers and controllers.
 //!
 //! All mutation happens inside [`Store::write`], which hands out a [`Txn`]. Events are appended to the
 //! history and broadcast while the lock is held, so every watcher sees them in resourceVersion order. The
 //! lock is a plain mutex that is never held across an `.await`.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::ops::Bound;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::Value;
@@ -16,6 +18,79 @@ use super::resources::{GroupResource, Registry, storage_key};
 
 /// The key of an object inside one resource: `(namespace, name)`, namespace empty for cluster scope.
 pub type ObjectKey = (String, String);
+
+/// `(namespace, name)` borrowed: finds an object without building an owned [`ObjectKey`]. Hashes as the
+/// owned key does (a tuple hashes its fields in order, a `String` as its `str`).
+#[derive(Hash)]
+struct KeyRef<'a>(&'a str, &'a str);
+
+impl hashbrown::Equivalent<ObjectKey> for KeyRef<'_> {
+    fn equivalent(&self, key: &ObjectKey) -> bool {
+        self.0 == key.0 && self.1 == key.1
+    }
+}
+
+/// The objects of one resource. Requests find objects by key far more often than they list them, so a hash map
+/// answers lookups and writes (no key comparisons that grow with the count), and a sorted set of the keys,
+/// touched only when an object is created or removed, gives lists their key order and continue points.
+#[derive(Default)]
+struct Shelf {
+    objects: hashbrown::HashMap<ObjectKey, Arc<Value>>,
+    order: BTreeSet<ObjectKey>,
+}
+
+impl Shelf {
+    fn get(&self, namespace: &str, name: &str) -> Option<&Arc<Value>> {
+        self.objects.get(&KeyRef(namespace, name))
+    }
+
+    /// Stores `object` under `key`; returns the object it replaced.
+    fn insert(&mut self, key: ObjectKey, object: Arc<Value>) -> Option<Arc<Value>> {
+        match self.objects.entry(key) {
+            hashbrown::hash_map::Entry::Occupied(mut stored) => Some(stored.insert(object)),
+            hashbrown::hash_map::Entry::Vacant(vacant) => {
+                self.order.insert(vacant.key().clone());
+                vacant.insert(object);
+                None
+            }
+        }
+    }
+
+    fn remove(&mut self, namespace: &str, name: &str) -> Option<Arc<Value>> {
+        let (key, object) = self.objects.remove_entry(&KeyRef(namespace, name))?;
+        self.order.remove(&key);
+        Some(object)
+    }
+
+    /// The objects in key order, from `lower` on, while they are in `namespace` (`None`: all).
+    fn from<'a>(
+        &'a self,
+        lower: Bound<ObjectKey>,
+        namespace: Option<&'a str>,
+    ) -> impl Iterator<Item = (&'a ObjectKey, &'a Arc<Value>)> + 'a {
+        self.order
+            .range((lower, Bound::Unbounded))
+            .take_while(move |(ns, _)| namespace.is_none_or(|want| ns == want))
+            .filter_map(|key| self.objects.get(key).map(|object| (key, object)))
+    }
+
+    fn len(&self) -> usize {
+        self.objects.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.objects.is_empty()
+    }
+}
+
+/// Where a range of one resource's objects starts: after `after`, else at the start of `namespace`, else first.
+fn lower_bound(namespace: Option<&str>, after: Option<&ObjectKey>) -> Bound<ObjectKey> {
+    match (after, namespace) {
+        (Some(key), _) => Bound::Excluded(key.clone()),
+        (None, Some(ns)) => Bound::Included((ns.to_string(), String::new())),
+        (None, None) => Bound::Unbounded,
+    }
+}
 
 /// What happened to an object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,7 +176,7 @@ pub const DEFAULT_HISTORY: usize = 10_000;
 struct Inner {
     rv: u64,
     registry: Registry,
-    objects: HashMap<GroupResource, BTreeMap<ObjectKey, Arc<Value>>>,
+    objects: HashMap<GroupResource, Shelf>,
     history: VecDeque<Arc<StoredEvent>>,
     history_capacity: usize,
     compacted_rv: u64,
@@ -249,18 +324,10 @@ impl ReadView<'_> {
         after: Option<&ObjectKey>,
         mut visit: impl FnMut(&ObjectKey, &Arc<Value>) -> bool,
     ) -> usize {
-        use std::ops::Bound;
-        let Some(objects) = self.inner.objects.get(&storage_key(gr)) else {
+        let Some(shelf) = self.inner.objects.get(&storage_key(gr)) else {
             return 0;
         };
-        let lower = match (after, namespace) {
-            (Some(key), _) => Bound::Excluded(key.clone()),
-            (None, Some(ns)) => Bound::Included((ns.to_string(), String::new())),
-            (None, None) => Bound::Unbounded,
-        };
-        let mut iter = objects
-            .range((lower, Bound::Unbounded))
-            .take_while(|((ns, _), _)| namespace.is_none_or(|want| ns == want));
+        let mut iter = shelf.from(lower_bound(namespace, after), namespace);
         for (key, obj) in iter.by_ref() {
             if !visit(key, obj) {
                 return iter.count();
@@ -281,16 +348,12 @@ impl ReadView<'_> {
 
     /// How many objects a resource holds in total (all namespaces).
     pub fn count(&self, gr: &GroupResource) -> usize {
-        self.inner.objects.get(&storage_key(gr)).map_or(0, BTreeMap::len)
+        self.inner.objects.get(&storage_key(gr)).map_or(0, Shelf::len)
     }
 }
 
 fn get(inner: &Inner, gr: &GroupResource, namespace: &str, name: &str) -> Option<Arc<Value>> {
-    inner
-        .objects
-        .get(&storage_key(gr))?
-        .get(&(namespace.to_string(), name.to_string()))
-        .cloned()
+    inner.objects.get(&storage_key(gr))?.get(namespace, name).cloned()
 }
 
 fn range(
@@ -299,18 +362,11 @@ fn range(
     namespace: Option<&str>,
     after: Option<&ObjectKey>,
 ) -> Vec<(ObjectKey, Arc<Value>)> {
-    use std::ops::Bound;
-    let Some(objects) = inner.objects.get(&storage_key(gr)) else {
+    let Some(shelf) = inner.objects.get(&storage_key(gr)) else {
         return Vec::new();
     };
-    let lower = match (after, namespace) {
-        (Some(key), _) => Bound::Excluded(key.clone()),
-        (None, Some(ns)) => Bound::Included((ns.to_string(), String::new())),
-        (None, None) => Bound::Unbounded,
-    };
-    objects
-        .range((lower, Bound::Unbounded))
-        .take_while(|((ns, _), _)| namespace.is_none_or(|want| ns == want))
+    shelf
+        .from(lower_bound(namespace, after), namespace)
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect()
 }
@@ -402,11 +458,7 @@ impl Txn<'_> {
         mut last_state: Value,
     ) -> Option<Arc<Value>> {
         let resource = storage_key(gr);
-        let previous = self
-            .inner
-            .objects
-            .get_mut(&resource)?
-            .remove(&(namespace.to_string(), name.to_string()))?;
+        let previous = self.inner.objects.get_mut(&resource)?.remove(namespace, name)?;
         self.note_rbac_change(gr);
         self.inner.rv += 1;
         let rv = self.inner.rv;
@@ -469,6 +521,48 @@ mod tests {
         let in_a = store.read(|r| r.range(&gr, Some("a"), None));
         assert_eq!(in_a.len(), 1);
         assert_eq!(in_a[0].0, ("a".to_string(), "x".to_string()));
+    }
+
+    #[test]
+    fn objects_are_found_by_key_and_listed_in_key_order_whatever_the_write_order() {
+        let store = Store::new(10);
+        let gr = GroupResource::new("", "configmaps");
+        let names = ["m", "c", "x", "a", "k"];
+        store.write(|t| {
+            for name in names {
+                t.put(&gr, cm(name));
+            }
+            t.put(&gr, json!({"metadata":{"name":"b","namespace":"other"}}));
+            // A rewrite replaces the object in place; it does not add a second key.
+            t.put(&gr, cm("c"));
+            t.remove(&gr, "default", "x", cm("x"));
+        });
+        let listed = |after: Option<&ObjectKey>| {
+            store.read(|r| {
+                r.range(&gr, Some("default"), after)
+                    .into_iter()
+                    .map(|(k, _)| k.1)
+                    .collect::<Vec<_>>()
+            })
+        };
+        assert_eq!(listed(None), ["a", "c", "k", "m"]);
+        assert_eq!(listed(Some(&("default".into(), "c".into()))), ["k", "m"]);
+        assert_eq!(store.read(|r| r.count(&gr)), 5);
+        assert!(store.read(|r| r.get(&gr, "default", "k").is_some()));
+        assert!(store.read(|r| r.get(&gr, "default", "x").is_none()));
+        assert!(store.read(|r| r.get(&gr, "other", "k").is_none()));
+        let mut visited = Vec::new();
+        let unvisited = store.read(|r| {
+            r.scan(&gr, None, None, |key, _| {
+                visited.push(key.clone());
+                visited.len() < 2
+            })
+        });
+        assert_eq!(
+            visited,
+            [("default".to_string(), "a".to_string()), ("default".into(), "c".into())]
+        );
+        assert_eq!(unvisited, 3);
     }
 
     #[test]
