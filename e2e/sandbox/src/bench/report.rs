@@ -92,6 +92,12 @@ fn median(mut values: Vec<f64>) -> f64 {
     }
 }
 
+/// Writes a Markdown table's header row and the separator row under it.
+fn header(out: &mut String, columns: &[&str]) {
+    let _ = writeln!(out, "| {} |", columns.join(" | "));
+    let _ = writeln!(out, "|{}", "---|".repeat(columns.len()));
+}
+
 /// One chart: its title, the unit of its y axis, the largest y value, and how a row gives y.
 type Panel = (&'static str, &'static str, f64, fn(&Row) -> f64);
 
@@ -116,11 +122,24 @@ impl Report {
     /// The results as a Markdown table (also readable on a terminal).
     pub fn table(&self) -> String {
         let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "| workload | objects | round | converge (created) | GET/obj | LIST/obj | writes/obj | watches | reconciles/obj | external/obj | CPU s (sandbox) | peak RSS MiB | idle: requests / reconciles / external |"
+        header(
+            &mut out,
+            &[
+                "workload",
+                "objects",
+                "round",
+                "converge (created)",
+                "GET/obj",
+                "LIST/obj",
+                "writes/obj",
+                "watches",
+                "reconciles/obj",
+                "external/obj",
+                "CPU s (sandbox)",
+                "peak RSS MiB",
+                "idle: requests / reconciles / external",
+            ],
         );
-        let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|---|---|");
         for row in &self.rows {
             let external = if row.external_per_object.is_empty() {
                 "0".to_string()
@@ -212,11 +231,19 @@ impl Report {
     /// The scaling summary as a Markdown table.
     pub fn scaling_table(&self) -> String {
         let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "| workload | objects | rounds | converge median (min–max) | time × smallest | objects × smallest | manager CPU ms/obj | sandbox CPU ms/obj |"
+        header(
+            &mut out,
+            &[
+                "workload",
+                "objects",
+                "rounds",
+                "converge median (min–max)",
+                "time × smallest",
+                "objects × smallest",
+                "manager CPU ms/obj",
+                "sandbox CPU ms/obj",
+            ],
         );
-        let _ = writeln!(out, "|---|---|---|---|---|---|---|---|");
         for s in &self.scaling {
             let _ = writeln!(
                 out,
