@@ -3,7 +3,7 @@
 //!
 //! It holds mechanisms, never policy: how to run a reconciler ([`runner`]), guard external cleanup
 //! ([`finalizer`]), keep conditions ([`conditions`]) and publish status one way ([`status`]), re-read what the
-//! cache may not show yet ([`live`]), read Secrets at use time ([`secrets`]), apply and prune children
+//! cache may not show yet ([`live`], [`own_writes`]), read Secrets at use time ([`secrets`]), apply and prune children
 //! ([`children`], found without lists through [`child_cache`]), publish events without repeats ([`events`]),
 //! derive valid names ([`names`]), call external systems safely ([`http`], [`sanitize`]), watch related kinds by
 //! metadata only ([`metadata`]), look objects up by a derived key ([`index`]), and expose metrics (objects counted
@@ -32,6 +32,7 @@ pub mod names;
 pub mod namespaces;
 pub mod object_cache;
 pub mod orphans;
+pub mod own_writes;
 pub mod peers;
 #[cfg(target_os = "linux")]
 pub mod process_metrics;

@@ -34,9 +34,10 @@ use crate::events::EventPublisher;
 use crate::finalizer::{self, FinalizerSpec};
 use crate::metrics::{ControllerMetrics, Metrics, ObjectGauge, ObjectReadiness, ReconcileResult};
 use crate::namespaces::WatchedNamespaces;
+use crate::own_writes::OwnWrites;
 use crate::queue::QueueProbe;
 use crate::shard::Shard;
-use crate::triggers::Triggers;
+use crate::triggers::{OwnWatch, Triggers};
 
 /// What a successful reconcile asks for next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,6 +106,9 @@ pub struct Context {
     pub field_manager: String,
     /// Every namespace the manager watches (for reads spanning all of a controller's objects).
     pub namespaces: WatchedNamespaces,
+    /// This controller's writes to its own objects that the watch has not shown yet: record every write to the
+    /// reconciled object here ([`OwnWrites::wrote`]), so the next pass does not start from an older copy.
+    pub own_writes: OwnWrites,
 }
 
 /// Implemented by each controller.
@@ -182,6 +186,9 @@ pub enum RunError<E: ReconcileError> {
     /// Adding or removing the finalizer failed.
     #[error("updating finalizers: {0}")]
     Finalizer(#[source] kube::Error),
+    /// Reading the stored object (the cache had not shown this controller's last write) failed.
+    #[error("reading the object: {0}")]
+    Reread(#[source] kube::Error),
     /// The reconcile panicked; the message is the panic payload.
     #[error("reconcile panicked: {0}")]
     Panicked(String),
@@ -196,7 +203,7 @@ impl<E: ReconcileError> RunError<E> {
     pub fn category(&self) -> ErrorCategory {
         match self {
             RunError::Reconcile(e) => e.category(),
-            RunError::Finalizer(_) | RunError::TimedOut(_) => ErrorCategory::Transient,
+            RunError::Finalizer(_) | RunError::Reread(_) | RunError::TimedOut(_) => ErrorCategory::Transient,
             RunError::Panicked(_) => ErrorCategory::Internal,
         }
     }
@@ -390,6 +397,7 @@ async fn run_scopes<R: Reconciler>(
             metrics: runtime.metrics.controller(name, defaults.concurrency),
             field_manager,
             namespaces: WatchedNamespaces::new(defaults.namespaces.clone()),
+            own_writes: OwnWrites::default(),
         },
         backoff: defaults.backoff,
         reconcile_timeout: defaults.reconcile_timeout,
@@ -418,12 +426,15 @@ async fn run_scope<R: Reconciler>(state: Arc<State<R>>, scope: Scope, runtime: R
     let shard = runtime.defaults.shard;
     let triggers = Triggers::new(
         api,
-        watcher::Config::default(),
-        state.queue.clone(),
-        R::STATUS_TRIGGERS,
-        shard,
-        R::trim_cached,
-        |obj| readiness(R::ready_condition(obj)),
+        OwnWatch {
+            config: watcher::Config::default(),
+            probe: state.queue.clone(),
+            status_triggers: R::STATUS_TRIGGERS,
+            shard,
+            trim: R::trim_cached,
+            readiness: |obj| readiness(R::ready_condition(obj)),
+            own_writes: state.context.own_writes.clone(),
+        },
     );
     let tally = triggers.ready_tally();
     runtime.metrics.register_objects(name, Box::new(move || tally.counts()));
@@ -643,15 +654,18 @@ async fn run_within_deadline<R: Reconciler>(
 
 async fn run_phases<R: Reconciler>(obj: Arc<R::Resource>, state: &State<R>) -> Result<Outcome, RunError<R::Error>> {
     let ctx = &state.context;
+    let api: Api<R::Resource> = match obj.namespace() {
+        Some(ns) => Api::namespaced(ctx.client.clone(), &ns),
+        None => Api::all(ctx.client.clone()),
+    };
+    let Some(obj) = current(&api, obj, &ctx.own_writes).await.map_err(RunError::Reread)? else {
+        return Ok(Outcome::Done);
+    };
     let Some(spec) = state.finalizer else {
         if obj.meta().deletion_timestamp.is_some() {
             return Ok(Outcome::Done);
         }
         return state.reconciler.reconcile(obj, ctx).await.map_err(RunError::Reconcile);
-    };
-    let api: Api<R::Resource> = match obj.namespace() {
-        Some(ns) => Api::namespaced(ctx.client.clone(), &ns),
-        None => Api::all(ctx.client.clone()),
     };
     if obj.meta().deletion_timestamp.is_some() {
         if !spec.is_present(obj.as_ref()) {
@@ -679,11 +693,29 @@ async fn run_phases<R: Reconciler>(obj: Arc<R::Resource>, state: &State<R>) -> R
     {
         Some(updated) => {
             crate::changes::record(format!("finalizer {} added", spec.name));
+            ctx.own_writes.wrote(&updated);
             Arc::new(updated)
         }
         None => obj,
     };
     state.reconciler.reconcile(obj, ctx).await.map_err(RunError::Reconcile)
+}
+
+/// The copy a pass starts from: the cached one, unless this process wrote the object since (see [`OwnWrites`]);
+/// then the stored one, or `None` when the object is gone.
+async fn current<K>(api: &Api<K>, cached: Arc<K>, own_writes: &OwnWrites) -> Result<Option<Arc<K>>, kube::Error>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
+{
+    if !own_writes.is_behind(cached.as_ref()) {
+        return Ok(Some(cached));
+    }
+    tracing::debug!("the cache has not shown this controller's last write yet; reading the stored object");
+    let fresh = crate::live::reread(api, cached.as_ref()).await?;
+    if let Some(fresh) = &fresh {
+        own_writes.read(fresh);
+    }
+    Ok(fresh.map(Arc::new))
 }
 
 /// An object's consecutive failures, and when the first of them happened.

@@ -236,11 +236,12 @@ pub async fn publish<P: StatusPolicy>(
     let mut attempt = 1;
     loop {
         let refused = match write(&api, &stored, &desired, &ctx.field_manager, P::CLEARS_FOREIGN_FIELDS).await {
-            Ok(true) => {
+            Ok(Some(written)) => {
                 crate::changes::record("status");
+                ctx.own_writes.wrote(&written);
                 return Ok(Published::Written);
             }
-            Ok(false) => return Ok(Published::Unchanged),
+            Ok(None) => return Ok(Published::Unchanged),
             Err(kube::Error::Api(response)) if response.code == 409 => kube::Error::Api(response),
             Err(error) => return Err(error),
         };
@@ -263,20 +264,21 @@ pub async fn publish<P: StatusPolicy>(
     }
 }
 
-/// Writes `desired` as the status of `stored` (guarded by its resourceVersion) unless it already has it.
+/// Writes `desired` as the status of `stored` (guarded by its resourceVersion) unless it already has it; returns
+/// the object as written, or `None` when nothing was written.
 async fn write<K, S>(
     api: &Api<K>,
     stored: &K,
     desired: &S,
     field_manager: &str,
     clear_foreign: bool,
-) -> Result<bool, kube::Error>
+) -> Result<Option<K>, kube::Error>
 where
     K: Resource<DynamicType = ()> + HasStatus<Status = S> + Clone + DeserializeOwned + Debug,
     S: Serialize + PartialEq,
 {
     if stored.status() == Some(desired) {
-        return Ok(false);
+        return Ok(None);
     }
     let wanted = serde_json::to_value(desired).map_err(kube::Error::SerdeError)?;
     let current = match stored.status() {
@@ -284,7 +286,7 @@ where
         None => Value::Null,
     };
     if normalized(&current) == normalized(&wanted) {
-        return Ok(false);
+        return Ok(None);
     }
     let name = stored.name_any();
     if clear_foreign && has_foreign_leftovers(&current, &wanted) {
@@ -302,9 +304,9 @@ where
             field_manager: Some(field_manager.to_string()),
             ..PatchParams::default()
         };
-        api.patch_status(&name, &params, &Patch::Merge(&patch)).await?;
+        let written = api.patch_status(&name, &params, &Patch::Merge(&patch)).await?;
         tracing::info!("replaced a status left by another writer");
-        return Ok(true);
+        return Ok(Some(written));
     }
     let body = json!({
         "apiVersion": K::api_version(&()),
@@ -313,8 +315,8 @@ where
         "status": wanted,
     });
     api.patch_status(&name, &PatchParams::apply(field_manager).force(), &Patch::Apply(&body))
-        .await?;
-    Ok(true)
+        .await
+        .map(Some)
 }
 
 /// Whether the stored status has something the desired one does not: a top-level field or a condition type

@@ -23,9 +23,28 @@ use serde::de::DeserializeOwned;
 use crate::child_cache::{ChildCache, FeedRecorder};
 use crate::metrics::ObjectReadiness;
 use crate::object_cache::ObjectCache;
+use crate::own_writes::OwnWrites;
 use crate::queue::QueueProbe;
 use crate::ready_tally::ReadyTally;
 use crate::shard::Shard;
+
+/// How a controller watches its own kind: what the watch asks for, what triggers, what the cache keeps.
+pub struct OwnWatch<K: Resource<DynamicType = ()>> {
+    /// The watch's list and watch options.
+    pub config: watcher::Config,
+    /// Receives every trigger (the work-queue metrics).
+    pub probe: QueueProbe<K>,
+    /// Whether a status change written by someone else triggers (see `Reconciler::STATUS_TRIGGERS`).
+    pub status_triggers: bool,
+    /// The share of the objects this replica reconciles.
+    pub shard: Shard,
+    /// Drops from each object what nothing reads from the cache.
+    pub trim: fn(&mut K),
+    /// How an object counts in the readiness tally.
+    pub readiness: fn(&K) -> ObjectReadiness,
+    /// This process's writes the watch has not shown yet; the watch ends each entry with its echo.
+    pub own_writes: OwnWrites,
+}
 
 /// The watches of one controller in one scope, with every trigger reported to its queue probe. Only objects of
 /// the replica's [`Shard`] are ever triggered, whichever watch names them.
@@ -46,15 +65,16 @@ where
     /// (see [`wanted_state`]; with `status_triggers`, any change but the resourceVersion and managedFields); every
     /// change still reaches the cache, without its managedFields and what `trim` drops. Only objects of `shard`
     /// trigger, and only they are counted by `readiness` in [`Self::ready_tally`].
-    pub fn new(
-        api: Api<K>,
-        config: watcher::Config,
-        probe: QueueProbe<K>,
-        status_triggers: bool,
-        shard: Shard,
-        trim: fn(&mut K),
-        readiness: fn(&K) -> ObjectReadiness,
-    ) -> Self {
+    pub fn new(api: Api<K>, own: OwnWatch<K>) -> Self {
+        let OwnWatch {
+            config,
+            probe,
+            status_triggers,
+            shard,
+            trim,
+            readiness,
+            own_writes,
+        } = own;
         let (store, writer) = reflector::store();
         let tally = ReadyTally::default();
         let counted = tally.clone();
@@ -70,8 +90,10 @@ where
                 trim(obj);
             })
             .inspect_ok(move |event| counted.observe(event, |obj| shard.owns_object(obj).then(|| readiness(obj))));
-        // The store keeps every object (peers span shards); only this shard's objects trigger.
+        // The store keeps every object (peers span shards); only this shard's objects trigger. A write's echo
+        // is noted once the store holds it, so no reconcile can take the entry's end for a current copy early.
         let own = reflector::reflector(writer, watched)
+            .inspect_ok(move |event| own_writes.observe(event))
             .applied_objects()
             .try_filter(move |obj| std::future::ready(shard.owns_object(obj)))
             .predicate_filter(predicate, PredicateConfig::default())

@@ -333,6 +333,7 @@ impl Pass<'_> {
             .patch_status(&self.app.name_any(), &params, &Patch::Merge(&patch))
             .await
             .map_err(kube_error("recording that Keycloak clients are being provisioned"))?;
+        self.ctx.own_writes.wrote(&stored);
         self.stored = Some(stored);
         self.status.status.auth_config_hash = Some(PROVISIONING_MARKER.to_string());
         Ok(())
@@ -345,6 +346,7 @@ impl Pass<'_> {
             .patch(&self.app.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
             .await
             .map_err(kube_error("removing the force-reprovision annotation"))?;
+        self.ctx.own_writes.wrote(&stored);
         self.stored = Some(stored);
         Ok(())
     }
