@@ -8,7 +8,11 @@
 //! failed for the whole resync interval (found by the chaos run). The runner therefore re-reads an object whose
 //! cached copy is not the version this process last wrote, until the watch delivers that version.
 //!
-//! Entries live only between a write and its echo, so the map stays small however many objects there are.
+//! A write that failed may still have been made (the answer was lost on the way back); its version is unknown, so
+//! the next pass reads the stored object whatever the cache holds.
+//!
+//! Entries live only between a write and its echo (or the next pass's read), so the map stays small however many
+//! objects there are.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -16,10 +20,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use kube::Resource;
 use kube::runtime::watcher;
 
-/// Per object (by uid), the resourceVersion of this process's last write that the watch has not shown yet.
+/// Per object (by uid), the resourceVersion of this process's last write that the watch has not shown yet (`None`:
+/// a write whose outcome is unknown).
 #[derive(Clone, Debug, Default)]
 pub struct OwnWrites {
-    unseen: Arc<Mutex<HashMap<String, String>>>,
+    unseen: Arc<Mutex<HashMap<String, Option<String>>>>,
 }
 
 impl OwnWrites {
@@ -27,7 +32,15 @@ impl OwnWrites {
     pub fn wrote<K: Resource>(&self, written: &K) {
         let meta = written.meta();
         if let (Some(uid), Some(version)) = (&meta.uid, &meta.resource_version) {
-            self.lock().insert(uid.clone(), version.clone());
+            self.lock().insert(uid.clone(), Some(version.clone()));
+        }
+    }
+
+    /// Records that a write to `obj` failed in a way that may have come after the change was made (a 5xx, a
+    /// dropped connection): the next pass reads the stored object.
+    pub fn may_have_written<K: Resource>(&self, obj: &K) {
+        if let Some(uid) = &obj.meta().uid {
+            self.lock().insert(uid.clone(), None);
         }
     }
 
@@ -41,7 +54,7 @@ impl OwnWrites {
         let mut unseen = self.lock();
         match unseen.get(uid) {
             None => false,
-            Some(version) if Some(version) == meta.resource_version.as_ref() => {
+            Some(Some(version)) if Some(version) == meta.resource_version.as_ref() => {
                 unseen.remove(uid);
                 false
             }
@@ -63,7 +76,9 @@ impl OwnWrites {
                 let meta = obj.meta();
                 if let Some(uid) = &meta.uid {
                     let mut unseen = self.lock();
-                    if unseen.get(uid) == meta.resource_version.as_ref() {
+                    if let Some(Some(version)) = unseen.get(uid)
+                        && Some(version) == meta.resource_version.as_ref()
+                    {
                         unseen.remove(uid);
                     }
                 }
@@ -83,7 +98,7 @@ impl OwnWrites {
         self.len() == 0
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, String>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Option<String>>> {
         // Every critical section is a single map operation, so a panic elsewhere cannot leave it half-done.
         self.unseen.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
@@ -145,6 +160,23 @@ mod tests {
 
         writes.wrote(&version("u1", "15"));
         writes.observe(&watcher::Event::Delete(version("u1", "15")));
+        assert!(writes.is_empty());
+    }
+
+    #[test]
+    fn a_write_of_unknown_outcome_is_behind_until_a_read() {
+        let writes = OwnWrites::default();
+        writes.may_have_written(&version("u1", "10"));
+        assert!(
+            writes.is_behind(&version("u1", "10")),
+            "the write may have been made after all"
+        );
+        writes.observe(&watcher::Event::Apply(version("u1", "11")));
+        assert!(
+            writes.is_behind(&version("u1", "11")),
+            "no event can be recognised as its echo"
+        );
+        writes.read(&version("u1", "11"));
         assert!(writes.is_empty());
     }
 

@@ -687,16 +687,17 @@ async fn run_phases<R: Reconciler>(obj: Arc<R::Resource>, state: &State<R>) -> R
     }
     // Reconcile the object as stored after adding the finalizer: its resourceVersion is current, so a status
     // write guarded by it succeeds on the first pass.
-    let obj = match finalizer::ensure(&api, obj.as_ref(), &spec, &ctx.field_manager)
-        .await
-        .map_err(RunError::Finalizer)?
-    {
-        Some(updated) => {
+    let obj = match finalizer::ensure(&api, obj.as_ref(), &spec, &ctx.field_manager).await {
+        Ok(Some(updated)) => {
             crate::changes::record(format!("finalizer {} added", spec.name));
             ctx.own_writes.wrote(&updated);
             Arc::new(updated)
         }
-        None => obj,
+        Ok(None) => obj,
+        Err(error) => {
+            ctx.own_writes.may_have_written(obj.as_ref());
+            return Err(RunError::Finalizer(error));
+        }
     };
     state.reconciler.reconcile(obj, ctx).await.map_err(RunError::Reconcile)
 }

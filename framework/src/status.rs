@@ -243,7 +243,11 @@ pub async fn publish<P: StatusPolicy>(
             }
             Ok(None) => return Ok(Published::Unchanged),
             Err(kube::Error::Api(response)) if response.code == 409 => kube::Error::Api(response),
-            Err(error) => return Err(error),
+            Err(error) => {
+                // The answer may have been lost after the write was made.
+                ctx.own_writes.may_have_written(obj);
+                return Err(error);
+            }
         };
         if P::ON_CONFLICT == OnConflict::Drop {
             tracing::debug!("status computed from an outdated copy; the newer object is reconciled next");

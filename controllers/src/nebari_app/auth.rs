@@ -332,6 +332,7 @@ impl Pass<'_> {
         let stored = api
             .patch_status(&self.app.name_any(), &params, &Patch::Merge(&patch))
             .await
+            .inspect_err(|_| self.ctx.own_writes.may_have_written(self.app))
             .map_err(kube_error("recording that Keycloak clients are being provisioned"))?;
         self.ctx.own_writes.wrote(&stored);
         self.stored = Some(stored);
@@ -345,6 +346,7 @@ impl Pass<'_> {
         let stored = api
             .patch(&self.app.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
             .await
+            .inspect_err(|_| self.ctx.own_writes.may_have_written(self.app))
             .map_err(kube_error("removing the force-reprovision annotation"))?;
         self.ctx.own_writes.wrote(&stored);
         self.stored = Some(stored);

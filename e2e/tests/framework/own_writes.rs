@@ -98,13 +98,15 @@ impl Reconciler for GadgetController {
         } else {
             update.finish_with(ConditionUpdate::ok(READY, "Fine", "fine"));
         }
-        status::publish(&GadgetStatusPolicy, ctx, obj.as_ref(), update)
+        let published = status::publish(&GadgetStatusPolicy, ctx, obj.as_ref(), update)
             .await
-            .map_err(|e| TestError(e.to_string()))?;
+            .map_err(|e| TestError(e.to_string()));
         if failing {
             self.failed.store(true, Ordering::SeqCst);
+            published?;
             return Err(TestError("deliberate failure after writing the status".into()));
         }
+        published?;
         if self.failed.load(Ordering::SeqCst) {
             self.passes_after_failure.fetch_add(1, Ordering::SeqCst);
         }
@@ -118,17 +120,28 @@ async fn ready_reason(api: &Api<Gadget>, name: &str) -> Option<String> {
     conditions.into_iter().find(|c| c.type_ == READY).map(|c| c.reason)
 }
 
-async fn wait_for_reason(api: &Api<Gadget>, what: &str, reason: &str) {
-    wait_until(what, Deadline::secs(15), || {
-        let api = api.clone();
-        let reason = reason.to_string();
-        async move { Ok((ready_reason(&api, "g").await.as_deref() == Some(reason.as_str())).then_some(())) }
-    })
-    .await;
+#[tokio::test]
+async fn a_retry_reads_the_stored_object_while_the_watch_has_not_shown_the_last_write() {
+    replay(Answer::Delivered).await;
 }
 
 #[tokio::test]
-async fn a_retry_reads_the_stored_object_while_the_watch_has_not_shown_the_last_write() {
+async fn a_retry_reads_the_stored_object_after_a_write_whose_answer_was_lost() {
+    replay(Answer::LostAfterTheWrite).await;
+}
+
+/// How the failing pass's status write is answered.
+#[derive(Clone, Copy, PartialEq)]
+enum Answer {
+    /// Normally: the pass learns the version it wrote.
+    Delivered,
+    /// With a 500 after the write was made: the pass cannot know whether it was.
+    LostAfterTheWrite,
+}
+
+/// A pass fails after writing Broken while the watch is down from before that write to the end; the retry must
+/// still leave Fine.
+async fn replay(answer: Answer) {
     let cluster = TestCluster::start().await;
     cluster.install_crds(&[Gadget::crd()]).await;
     let ns = cluster.create_namespace("own-writes").await;
@@ -138,9 +151,12 @@ async fn a_retry_reads_the_stored_object_while_the_watch_has_not_shown_the_last_
     api.create(&PostParams::default(), &Gadget::new("g", GadgetSpec { revision: 1 }))
         .await
         .expect("create");
-    wait_for_reason(&api, "the first pass to report Fine", "Fine").await;
+    wait_until("the first pass to report Fine", Deadline::secs(15), || {
+        let api = api.clone();
+        async move { Ok((ready_reason(&api, "g").await.as_deref() == Some("Fine")).then_some(())) }
+    })
+    .await;
 
-    // The next pass fails after writing Broken, and the watch is down from before that write until the end.
     controller.fail_next.store(true, Ordering::SeqCst);
     let started = controller.failing_pass_started.notified();
     api.patch(
@@ -153,13 +169,21 @@ async fn a_retry_reads_the_stored_object_while_the_watch_has_not_shown_the_last_
     tokio::time::timeout(std::time::Duration::from_secs(15), started)
         .await
         .expect("the changed spec starts the failing pass");
-    cluster.emulator().inject_fault(Fault {
-        verbs: vec!["list".into(), "watch".into()],
+    let gadgets = |verbs: &[&str]| Fault {
+        verbs: verbs.iter().map(|v| v.to_string()).collect(),
         group: Some("framework-test.example.com".into()),
         resource: Some("gadgets".into()),
         error_status: Some(500),
         ..Fault::default()
-    });
+    };
+    cluster.emulator().inject_fault(gadgets(&["list", "watch"]));
+    if answer == Answer::LostAfterTheWrite {
+        cluster.emulator().inject_fault(Fault {
+            after_handling: true,
+            count: Some(1),
+            ..gadgets(&["patch"])
+        });
+    }
     cluster.emulator().cut_watches(None);
     controller.release_failing_pass.notify_one();
 
