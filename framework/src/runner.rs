@@ -2,10 +2,10 @@
 //!
 //! A controller module implements [`Reconciler`]: which watches drive it, what to do when an object changes
 //! (`reconcile`) and when it goes away (`cleanup`). The runner supplies everything else, identically for every
-//! controller: the finalizer lifecycle (add before side effects, clean up, remove last), per-object exponential
-//! backoff with jitter after errors, requeue only when the reconciler asks for it, panics caught and counted,
-//! controller-runtime metrics, readiness once the caches are synced, and a graceful stop that lets in-flight
-//! reconciles finish.
+//! controller: the finalizer lifecycle (add before side effects, clean up, remove last), passes that never start
+//! from a copy older than the controller's own last write, per-object exponential backoff with jitter after errors,
+//! requeue only when the reconciler asks for it, panics caught and counted, controller-runtime metrics, readiness
+//! once the caches are synced, and a graceful stop that lets in-flight reconciles finish.
 
 use std::collections::HashMap;
 use std::fmt::Debug;
