@@ -52,14 +52,10 @@ impl OwnWrites {
             return false;
         };
         let mut unseen = self.lock();
-        match unseen.get(uid) {
-            None => false,
-            Some(Some(version)) if Some(version) == meta.resource_version.as_ref() => {
-                unseen.remove(uid);
-                false
-            }
-            Some(_) => true,
+        if !unseen.contains_key(uid) {
+            return false;
         }
+        !Self::forget_if_shown(&mut unseen, uid, meta.resource_version.as_ref())
     }
 
     /// Forgets the object: a read of the stored object is at least as new as any write before it.
@@ -75,12 +71,7 @@ impl OwnWrites {
             watcher::Event::Apply(obj) | watcher::Event::InitApply(obj) => {
                 let meta = obj.meta();
                 if let Some(uid) = &meta.uid {
-                    let mut unseen = self.lock();
-                    if let Some(Some(version)) = unseen.get(uid)
-                        && Some(version) == meta.resource_version.as_ref()
-                    {
-                        unseen.remove(uid);
-                    }
+                    Self::forget_if_shown(&mut self.lock(), uid, meta.resource_version.as_ref());
                 }
             }
             watcher::Event::Delete(obj) => self.read(obj),
@@ -88,13 +79,22 @@ impl OwnWrites {
         }
     }
 
-    /// How many writes the watch has not shown yet.
-    pub fn len(&self) -> usize {
+    /// Ends the object's entry if `version` is the one its recorded write produced; returns whether it did.
+    fn forget_if_shown(unseen: &mut HashMap<String, Option<String>>, uid: &str, version: Option<&String>) -> bool {
+        let shown = matches!(unseen.get(uid), Some(Some(written)) if Some(written) == version);
+        if shown {
+            unseen.remove(uid);
+        }
+        shown
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.lock().len()
     }
 
-    /// Whether the watch has shown every write.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
