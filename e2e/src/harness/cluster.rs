@@ -1,4 +1,5 @@
-//! The control plane a test runs against: its own API emulator, or a real cluster named by `E2E_KUBECONFIG`.
+//! The control plane a test runs against: its own API emulator, the real control plane of the test run's
+//! substrate ([`TestCluster::on_substrate`]), or a real cluster named by `E2E_KUBECONFIG`.
 
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -13,6 +14,7 @@ use super::kubectl::Kubectl;
 use super::secret_hygiene;
 use super::wait::{Deadline, wait_until};
 use kube_emulator::{ApiServer, ServerConfig, ServerHandle};
+use substrate::Substrate;
 
 /// Environment variable naming a kubeconfig of a real cluster to test against instead of the emulator.
 pub const REAL_CLUSTER_ENV: &str = "E2E_KUBECONFIG";
@@ -22,6 +24,7 @@ pub struct TestCluster {
     dir: tempfile::TempDir,
     kubeconfig: PathBuf,
     emulator: Option<ServerHandle>,
+    substrate: Option<Substrate>,
     client: Client,
     kubectl: Kubectl,
 }
@@ -88,9 +91,39 @@ impl TestCluster {
             dir,
             kubeconfig,
             emulator,
+            substrate: None,
             client,
             kubectl,
         }
+    }
+
+    /// Attaches to the real control plane the test run started (`substrate run`), as its administrator, with
+    /// kubectl at the control plane's version. Fails with instructions when the run has no substrate. The
+    /// cluster is shared by the whole run: isolate by namespace and unique names.
+    pub async fn on_substrate() -> Self {
+        let substrate = Substrate::from_env().unwrap_or_else(|e| panic!("{e}"));
+        let dir = tempfile::Builder::new()
+            .prefix("e2e-")
+            .tempdir()
+            .expect("create a scratch directory");
+        let kubeconfig = substrate.admin_kubeconfig.clone();
+        let client = client_for(&kubeconfig).await;
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(&home).expect("create kubectl home");
+        let kubectl = Kubectl::new(&kubeconfig, &home).with_program(&substrate.kubectl);
+        Self {
+            dir,
+            kubeconfig,
+            emulator: None,
+            substrate: Some(substrate),
+            client,
+            kubectl,
+        }
+    }
+
+    /// The substrate this cluster belongs to (None on the emulator or an outside cluster).
+    pub fn substrate(&self) -> Option<&Substrate> {
+        self.substrate.as_ref()
     }
 
     /// The kubeconfig path to hand to processes.
@@ -166,21 +199,29 @@ impl TestCluster {
         std::fs::write(path, text).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
     }
 
-    /// Mints a token for a user the test plays (a tenant) and returns a kubectl acting as that user
-    /// (emulator only: a real cluster's users come from its own identity provider).
+    /// Returns a kubectl acting as a user the test plays (a tenant): on the emulator with a token it mints, on
+    /// the substrate with a client certificate of the cluster CA (at most one group there). Not available on an
+    /// outside cluster, whose users come from its own identity provider.
     pub fn kubectl_as(&self, user: &str, groups: &[&str]) -> Kubectl {
-        let token = self.emulator().mint_token(user, groups);
         let path = self
             .dir
             .path()
             .join(format!("kubeconfig-user-{user}").replace([':', '/'], "-"));
-        self.write_kubeconfig_for_token(&path, &token);
+        match &self.substrate {
+            Some(substrate) => substrate
+                .write_user_kubeconfig(&path, user, groups)
+                .unwrap_or_else(|e| panic!("a kubeconfig for {user}: {e}")),
+            None => {
+                let token = self.emulator().mint_token(user, groups);
+                self.write_kubeconfig_for_token(&path, &token);
+            }
+        }
         let home = self
             .dir
             .path()
             .join(format!("home-user-{user}").replace([':', '/'], "-"));
         std::fs::create_dir_all(&home).expect("create kubectl home");
-        Kubectl::new(&path, &home)
+        self.kubectl.for_kubeconfig(&path, &home)
     }
 
     /// Installs CRDs by server-side apply and waits until each is Established.

@@ -10,6 +10,7 @@ use tokio::process::Command;
 pub struct Kubectl {
     kubeconfig: PathBuf,
     home: PathBuf,
+    program: PathBuf,
 }
 
 /// What one kubectl invocation printed.
@@ -55,7 +56,20 @@ impl Kubectl {
         Self {
             kubeconfig: kubeconfig.to_path_buf(),
             home: home.to_path_buf(),
+            program: PathBuf::from("kubectl"),
         }
+    }
+
+    /// The same, running the kubectl binary at `program` (the real control plane's own version) instead of the
+    /// one on PATH.
+    pub fn with_program(mut self, program: &Path) -> Self {
+        self.program = program.to_path_buf();
+        self
+    }
+
+    /// A kubectl like this one (same binary) for another kubeconfig and home.
+    pub fn for_kubeconfig(&self, kubeconfig: &Path, home: &Path) -> Self {
+        Self::new(kubeconfig, home).with_program(&self.program)
     }
 
     /// Runs `kubectl <args>` and returns what it printed.
@@ -66,7 +80,7 @@ impl Kubectl {
     /// Runs `kubectl <args>` with `stdin` as standard input.
     pub async fn run_with_stdin(&self, args: &[&str], stdin: Option<&str>) -> KubectlOutput {
         use tokio::io::AsyncWriteExt;
-        let mut command = Command::new("kubectl");
+        let mut command = Command::new(&self.program);
         command
             .args(args)
             .env("KUBECONFIG", &self.kubeconfig)
@@ -81,7 +95,11 @@ impl Kubectl {
             .kill_on_drop(true);
         let mut child = match command.spawn() {
             Ok(child) => child,
-            Err(error) => panic!("cannot run kubectl ({error}); install kubectl 1.32 and put it on PATH"),
+            Err(error) => panic!(
+                "cannot run {} ({error}); install kubectl 1.32 and put it on PATH (the real substrate's comes from \
+                 e2e/substrate/provision.sh)",
+                self.program.display()
+            ),
         };
         if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
             pipe.write_all(text.as_bytes()).await.expect("write kubectl stdin");

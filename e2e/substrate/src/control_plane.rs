@@ -1,0 +1,288 @@
+//! A real Kubernetes control plane on loopback: etcd, then kube-apiserver (secure serving from the substrate's
+//! CA, RBAC, ServiceAccount tokens, client-certificate users, the admission plugins a cluster runs plus
+//! `OwnerReferencesPermissionEnforcement`, an audit log), then kube-controller-manager with the controllers this
+//! operator relies on (garbage collection, namespace deletion, ServiceAccounts and their tokens, the root CA
+//! ConfigMap, ClusterRole aggregation). No scheduler or kubelet: no Pod ever runs.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use super::SubstrateError;
+use super::cache::Provisioned;
+use super::pki::{self, ClusterCa};
+use super::process::{Supervised, free_port};
+
+/// The controllers kube-controller-manager runs (its canonical names).
+const CONTROLLERS: &[&str] = &[
+    "garbage-collector-controller",
+    "namespace-controller",
+    "serviceaccount-controller",
+    "serviceaccount-token-controller",
+    "root-ca-certificate-publisher-controller",
+    "clusterrole-aggregation-controller",
+    "validatingadmissionpolicy-status-controller",
+];
+
+/// What the audit log records: every request's metadata (who, what, the authorizer's decision and the binding
+/// that allowed it), except the control plane's own chatter.
+const AUDIT_POLICY: &str = "apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: None
+  users: [\"system:apiserver\", \"system:kube-controller-manager\"]
+- level: None
+  nonResourceURLs: [\"/healthz*\", \"/readyz*\", \"/livez*\", \"/version\"]
+- level: Metadata
+";
+
+/// A running control plane; dropping it stops the three processes.
+pub struct ControlPlane {
+    // Stopped in reverse order of start (fields drop in declaration order).
+    controller_manager: Supervised,
+    apiserver: Supervised,
+    etcd: Supervised,
+    url: String,
+    admin_kubeconfig: PathBuf,
+    ca_cert: PathBuf,
+    ca_key: PathBuf,
+    audit_log: PathBuf,
+    startup: Duration,
+}
+
+fn write(path: &Path, text: &str) -> Result<(), SubstrateError> {
+    std::fs::write(path, text).map_err(SubstrateError::io(format!("write {}", path.display())))
+}
+
+impl ControlPlane {
+    /// Starts etcd, kube-apiserver and kube-controller-manager with their state and logs under `dir`, and waits
+    /// until the apiserver is ready and the controller manager has created the `default` ServiceAccount.
+    pub async fn start(binaries: &Provisioned, dir: &Path) -> Result<Self, SubstrateError> {
+        let started = Instant::now();
+        std::fs::create_dir_all(dir).map_err(SubstrateError::io(format!("create {}", dir.display())))?;
+        let pki_dir = dir.join("pki");
+        std::fs::create_dir_all(&pki_dir).map_err(SubstrateError::io("create the pki directory"))?;
+
+        let ca = ClusterCa::generate()?;
+        let ca_cert = pki_dir.join("ca.crt");
+        let ca_key = pki_dir.join("ca.key");
+        write(&ca_cert, &ca.cert_pem())?;
+        write(&ca_key, &ca.key_pem())?;
+        let serving = ca.issue_serving_cert()?;
+        write(&pki_dir.join("apiserver.crt"), &serving.cert_pem)?;
+        write(&pki_dir.join("apiserver.key"), &serving.key_pem)?;
+        // The ServiceAccount token signing key (ECDSA P-256), shared by the apiserver and the token controller.
+        let sa_key = rcgen::KeyPair::generate()?;
+        write(&pki_dir.join("sa.key"), &sa_key.serialize_pem())?;
+        write(&pki_dir.join("sa.pub"), &sa_key.public_key_pem())?;
+
+        let etcd_port = free_port()?;
+        let peer_port = free_port()?;
+        let mut etcd_cmd = Command::new(binaries.etcd()?);
+        etcd_cmd
+            .arg(format!("--data-dir={}", dir.join("etcd").display()))
+            .arg(format!("--listen-client-urls=http://127.0.0.1:{etcd_port}"))
+            .arg(format!("--advertise-client-urls=http://127.0.0.1:{etcd_port}"))
+            .arg(format!("--listen-peer-urls=http://127.0.0.1:{peer_port}"))
+            .arg(format!("--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}"))
+            .arg(format!("--initial-cluster=default=http://127.0.0.1:{peer_port}"))
+            // A throwaway store: durability across power loss buys nothing here and costs fsyncs.
+            .arg("--unsafe-no-fsync=true")
+            .arg("--log-level=warn");
+        let etcd = Supervised::spawn("etcd", etcd_cmd, &dir.join("etcd.log"))?;
+
+        let port = free_port()?;
+        let url = format!("https://127.0.0.1:{port}");
+        let audit_log = dir.join("audit.log");
+        write(&dir.join("audit-policy.yaml"), AUDIT_POLICY)?;
+        let mut apiserver_cmd = Command::new(binaries.kube_apiserver()?);
+        apiserver_cmd
+            .arg(format!("--etcd-servers=http://127.0.0.1:{etcd_port}"))
+            .arg("--bind-address=127.0.0.1")
+            .arg("--advertise-address=127.0.0.1")
+            .arg(format!("--secure-port={port}"))
+            .arg(format!("--cert-dir={}", pki_dir.display()))
+            .arg(format!("--tls-cert-file={}", pki_dir.join("apiserver.crt").display()))
+            .arg(format!(
+                "--tls-private-key-file={}",
+                pki_dir.join("apiserver.key").display()
+            ))
+            .arg(format!("--client-ca-file={}", ca_cert.display()))
+            .arg("--service-account-issuer=https://kubernetes.default.svc.cluster.local")
+            .arg(format!(
+                "--service-account-key-file={}",
+                pki_dir.join("sa.pub").display()
+            ))
+            .arg(format!(
+                "--service-account-signing-key-file={}",
+                pki_dir.join("sa.key").display()
+            ))
+            .arg("--service-cluster-ip-range=10.0.0.0/24")
+            .arg("--authorization-mode=RBAC")
+            // On by default in a cluster: NamespaceLifecycle, ServiceAccount, ValidatingAdmissionPolicy, …; a
+            // cluster that cares about owner references turns this one on too (the operator must pass it).
+            .arg("--enable-admission-plugins=OwnerReferencesPermissionEnforcement")
+            // No node answers for the `kubernetes` Service's endpoints on loopback; do not keep trying.
+            .arg("--endpoint-reconciler-type=none")
+            .arg("--allow-privileged=true")
+            .arg(format!(
+                "--audit-policy-file={}",
+                dir.join("audit-policy.yaml").display()
+            ))
+            .arg(format!("--audit-log-path={}", audit_log.display()))
+            .arg("--audit-log-format=json")
+            .arg("--profiling=false");
+        let mut apiserver = Supervised::spawn("kube-apiserver", apiserver_cmd, &dir.join("kube-apiserver.log"))?;
+
+        let admin = ca.issue_client_cert("e2e-admin", &["system:masters"])?;
+        let admin_kubeconfig = dir.join("admin.kubeconfig");
+        write(
+            &admin_kubeconfig,
+            &pki::kubeconfig(&url, &ca.cert_pem(), &admin.cert_pem, &admin.key_pem),
+        )?;
+        let client = client_for(&admin_kubeconfig).await?;
+        wait_ready(&mut apiserver, &client, Duration::from_secs(120)).await?;
+
+        let kcm_cert = ca.issue_client_cert("system:kube-controller-manager", &["system:masters"])?;
+        let kcm_kubeconfig = dir.join("kube-controller-manager.kubeconfig");
+        write(
+            &kcm_kubeconfig,
+            &pki::kubeconfig(&url, &ca.cert_pem(), &kcm_cert.cert_pem, &kcm_cert.key_pem),
+        )?;
+        let mut kcm_cmd = Command::new(binaries.kube_controller_manager()?);
+        kcm_cmd
+            .arg(format!("--kubeconfig={}", kcm_kubeconfig.display()))
+            .arg(format!("--controllers={}", CONTROLLERS.join(",")))
+            .arg("--leader-elect=false")
+            .arg("--secure-port=0")
+            .arg(format!(
+                "--service-account-private-key-file={}",
+                pki_dir.join("sa.key").display()
+            ))
+            .arg(format!("--root-ca-file={}", ca_cert.display()))
+            .arg("--profiling=false");
+        let mut controller_manager = Supervised::spawn(
+            "kube-controller-manager",
+            kcm_cmd,
+            &dir.join("kube-controller-manager.log"),
+        )?;
+        wait_default_service_account(&mut controller_manager, &client, Duration::from_secs(90)).await?;
+
+        Ok(ControlPlane {
+            controller_manager,
+            apiserver,
+            etcd,
+            url,
+            admin_kubeconfig,
+            ca_cert,
+            ca_key,
+            audit_log,
+            startup: started.elapsed(),
+        })
+    }
+
+    /// The apiserver's URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// A cluster administrator's kubeconfig.
+    pub fn admin_kubeconfig(&self) -> &Path {
+        &self.admin_kubeconfig
+    }
+
+    /// The CA certificate file.
+    pub fn ca_cert(&self) -> &Path {
+        &self.ca_cert
+    }
+
+    /// The CA key file.
+    pub fn ca_key(&self) -> &Path {
+        &self.ca_key
+    }
+
+    /// The audit log.
+    pub fn audit_log(&self) -> &Path {
+        &self.audit_log
+    }
+
+    /// How long the start took, up to the controller manager's first ServiceAccount.
+    pub fn startup(&self) -> Duration {
+        self.startup
+    }
+
+    /// Fails when one of the three processes has exited.
+    pub fn check_running(&mut self) -> Result<(), SubstrateError> {
+        self.etcd.check_running()?;
+        self.apiserver.check_running()?;
+        self.controller_manager.check_running()
+    }
+}
+
+/// Waits until `/readyz` answers `ok`.
+async fn wait_ready(apiserver: &mut Supervised, client: &kube::Client, limit: Duration) -> Result<(), SubstrateError> {
+    let deadline = Instant::now() + limit;
+    loop {
+        apiserver.check_running()?;
+        let last = match hyper::Request::get("/readyz").body(Vec::new()) {
+            Ok(request) => match client.request_text(request).await {
+                Ok(text) if text.trim() == "ok" => return Ok(()),
+                Ok(text) => text,
+                Err(error) => error.to_string(),
+            },
+            Err(error) => error.to_string(),
+        };
+        if Instant::now() > deadline {
+            return Err(SubstrateError::NotReady {
+                component: "kube-apiserver".into(),
+                seconds: limit.as_secs(),
+                last,
+                log: apiserver.log().to_path_buf(),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Waits until the ServiceAccount controller has made `default/default` (the controller manager is working).
+async fn wait_default_service_account(
+    controller_manager: &mut Supervised,
+    client: &kube::Client,
+    limit: Duration,
+) -> Result<(), SubstrateError> {
+    let deadline = Instant::now() + limit;
+    loop {
+        controller_manager.check_running()?;
+        let request = hyper::Request::get("/api/v1/namespaces/default/serviceaccounts/default").body(Vec::new());
+        let last = match request {
+            Ok(request) => match client.request_text(request).await {
+                Ok(_) => return Ok(()),
+                Err(error) => error.to_string(),
+            },
+            Err(error) => error.to_string(),
+        };
+        if Instant::now() > deadline {
+            return Err(SubstrateError::NotReady {
+                component: "kube-controller-manager".into(),
+                seconds: limit.as_secs(),
+                last,
+                log: controller_manager.log().to_path_buf(),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// A kube client for a kubeconfig file.
+pub async fn client_for(kubeconfig: &Path) -> Result<kube::Client, SubstrateError> {
+    let invalid = |e: &dyn std::fmt::Display| SubstrateError::Io {
+        what: format!("load {}", kubeconfig.display()),
+        source: std::io::Error::other(e.to_string()),
+    };
+    let kc = kube::config::Kubeconfig::read_from(kubeconfig).map_err(|e| invalid(&e))?;
+    let config = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+        .await
+        .map_err(|e| invalid(&e))?;
+    kube::Client::try_from(config).map_err(|e| invalid(&e))
+}

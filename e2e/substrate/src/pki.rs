@@ -1,0 +1,154 @@
+//! The cluster's certificate authority: it signs the apiserver's serving certificate and the client
+//! certificates of the administrator, the controller manager and the users tests play (`CN` = user name,
+//! `O` = group, as kube-apiserver's `--client-ca-file` authentication reads them).
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::path::Path;
+
+use base64::Engine;
+use rcgen::{
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
+    KeyUsagePurpose, SanType,
+};
+
+use super::SubstrateError;
+
+/// The CA's common name; the same name and key rebuild it in another process ([`ClusterCa::load`]).
+const CA_NAME: &str = "platform-operator-e2e-cluster-ca";
+
+/// A certificate with its private key, both PEM.
+pub struct KeyedCert {
+    /// The certificate.
+    pub cert_pem: String,
+    /// The PKCS#8 private key.
+    pub key_pem: String,
+}
+
+/// The CA of one substrate.
+pub struct ClusterCa {
+    cert: rcgen::Certificate,
+    key: KeyPair,
+}
+
+fn name(common_name: &str) -> DistinguishedName {
+    let mut name = DistinguishedName::new();
+    name.push(DnType::CommonName, common_name);
+    name
+}
+
+fn ca_params() -> CertificateParams {
+    let mut params = CertificateParams::default();
+    params.distinguished_name = name(CA_NAME);
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    params
+}
+
+impl ClusterCa {
+    /// A new CA with a fresh key.
+    pub fn generate() -> Result<Self, SubstrateError> {
+        let key = KeyPair::generate()?;
+        let cert = ca_params().self_signed(&key)?;
+        Ok(ClusterCa { cert, key })
+    }
+
+    /// The CA of a running substrate, from its key file. Certificates it issues chain to the CA certificate the
+    /// apiserver trusts: same subject, same key.
+    pub fn load(key_file: &Path) -> Result<Self, SubstrateError> {
+        let pem =
+            std::fs::read_to_string(key_file).map_err(SubstrateError::io(format!("read {}", key_file.display())))?;
+        let key = KeyPair::from_pem(&pem)?;
+        let cert = ca_params().self_signed(&key)?;
+        Ok(ClusterCa { cert, key })
+    }
+
+    /// The CA certificate, PEM.
+    pub fn cert_pem(&self) -> String {
+        self.cert.pem()
+    }
+
+    /// The CA's private key, PEM.
+    pub fn key_pem(&self) -> String {
+        self.key.serialize_pem()
+    }
+
+    /// A serving certificate for the loopback names (and the in-cluster names of the `kubernetes` Service).
+    pub fn issue_serving_cert(&self) -> Result<KeyedCert, SubstrateError> {
+        let mut params = CertificateParams::default();
+        params.distinguished_name = name("kube-apiserver");
+        params.subject_alt_names = vec![
+            SanType::DnsName("localhost".try_into()?),
+            SanType::DnsName("kubernetes.default.svc".try_into()?),
+            SanType::IpAddress(IpAddr::V4(Ipv4Addr::LOCALHOST)),
+            SanType::IpAddress(IpAddr::V6(Ipv6Addr::LOCALHOST)),
+        ];
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+        self.sign(params)
+    }
+
+    /// A client certificate for `user` in `groups` (at most one group: the certificate library keeps one
+    /// `O` attribute; every authenticated user is also in `system:authenticated`).
+    pub fn issue_client_cert(&self, user: &str, groups: &[&str]) -> Result<KeyedCert, SubstrateError> {
+        if groups.len() > 1 {
+            return Err(SubstrateError::Io {
+                what: format!("mint a client certificate for {user}"),
+                source: std::io::Error::other("at most one group per client certificate"),
+            });
+        }
+        let mut params = CertificateParams::default();
+        params.distinguished_name = name(user);
+        if let Some(group) = groups.first() {
+            params.distinguished_name.push(DnType::OrganizationName, *group);
+        }
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+        self.sign(params)
+    }
+
+    fn sign(&self, params: CertificateParams) -> Result<KeyedCert, SubstrateError> {
+        let key = KeyPair::generate()?;
+        let cert = params.signed_by(&key, &self.cert, &self.key)?;
+        Ok(KeyedCert {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+        })
+    }
+}
+
+/// A kubeconfig for `server` that trusts `ca_pem` and authenticates with a client certificate.
+pub fn kubeconfig(server: &str, ca_pem: &str, cert_pem: &str, key_pem: &str) -> String {
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: substrate\n  cluster:\n    server: {server}\n    \
+         certificate-authority-data: {}\nusers:\n- name: user\n  user:\n    client-certificate-data: {}\n    \
+         client-key-data: {}\ncontexts:\n- name: substrate\n  context:\n    cluster: substrate\n    user: user\n\
+         current-context: substrate\n",
+        b64(ca_pem),
+        b64(cert_pem),
+        b64(key_pem)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_loaded_ca_issues_certificates_that_chain_to_the_original() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let original = ClusterCa::generate().expect("ca");
+        let key_file = dir.path().join("ca.key");
+        std::fs::write(&key_file, original.key_pem()).expect("write key");
+        let loaded = ClusterCa::load(&key_file).expect("load");
+        // Same subject and key: the rebuilt certificate names the same issuer for what it signs.
+        assert_eq!(original.key.public_key_der(), loaded.key.public_key_der());
+        let client = loaded.issue_client_cert("alice", &["tenants"]).expect("client cert");
+        assert!(client.cert_pem.starts_with("-----BEGIN CERTIFICATE-----"));
+        assert!(loaded.issue_client_cert("bob", &["a", "b"]).is_err());
+    }
+}

@@ -1,0 +1,103 @@
+//! A component of the substrate as a child process: its output in a log file, its own process group, and
+//! stopped (the whole group) when the handle is dropped or when the process that started it dies.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+
+use super::SubstrateError;
+
+/// A running component.
+pub struct Supervised {
+    name: String,
+    child: Child,
+    log: PathBuf,
+}
+
+impl Supervised {
+    /// Starts `command` as `name`, its stdout and stderr appended to `log`.
+    pub fn spawn(name: &str, mut command: Command, log: &Path) -> Result<Self, SubstrateError> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .map_err(SubstrateError::io(format!("open {}", log.display())))?;
+        let err = file
+            .try_clone()
+            .map_err(SubstrateError::io(format!("open {}", log.display())))?;
+        command.stdin(Stdio::null()).stdout(file).stderr(err).process_group(0);
+        // SAFETY: the closure runs between fork and exec and only makes the prctl system call, which is
+        // async-signal-safe. It makes the kernel kill the component if the test run dies without dropping us.
+        unsafe {
+            command.pre_exec(|| nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from));
+        }
+        let child = command.spawn().map_err(SubstrateError::io(format!(
+            "start {name} ({:?})",
+            command.get_program()
+        )))?;
+        Ok(Supervised {
+            name: name.to_string(),
+            child,
+            log: log.to_path_buf(),
+        })
+    }
+
+    /// The component's log file.
+    pub fn log(&self) -> &Path {
+        &self.log
+    }
+
+    /// Fails when the component has exited.
+    pub fn check_running(&mut self) -> Result<(), SubstrateError> {
+        match self.child.try_wait() {
+            Ok(None) => Ok(()),
+            Ok(Some(status)) => Err(SubstrateError::Exited {
+                component: self.name.clone(),
+                status: status.to_string(),
+                log: self.log.clone(),
+            }),
+            Err(error) => Err(SubstrateError::Io {
+                what: format!("check on {}", self.name),
+                source: error,
+            }),
+        }
+    }
+
+    /// Stops the process group: SIGTERM, then SIGKILL after `grace`.
+    pub fn stop(&mut self, grace: Duration) {
+        if !matches!(self.child.try_wait(), Ok(None)) {
+            return;
+        }
+        let group = Pid::from_raw(self.child.id() as i32);
+        let _ = killpg(group, Signal::SIGTERM);
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline {
+            if !matches!(self.child.try_wait(), Ok(None)) {
+                let _ = killpg(group, Signal::SIGKILL);
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = killpg(group, Signal::SIGKILL);
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Supervised {
+    fn drop(&mut self) {
+        self.stop(Duration::from_secs(5));
+    }
+}
+
+/// A free loopback port (bound and released; the component binds it right after).
+pub fn free_port() -> Result<u16, SubstrateError> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(SubstrateError::io("find a free port"))?;
+    listener
+        .local_addr()
+        .map(|a| a.port())
+        .map_err(SubstrateError::io("find a free port"))
+}
