@@ -125,8 +125,10 @@ pub struct RoutingConfig {
 pub struct RouteMatch {
     /// PathPrefix is the path to match; must start with "/". Example: "/api/v1". The path rules of Gateway API's
     /// HTTPRoute apply (no `//`, `/./`, `/../`, encoded slash or `#`), so a path the route could not carry is
-    /// refused here rather than failing later.
-    #[schemars(regex(pattern = r"^/.*"))]
+    /// refused here rather than failing later. At most 1024 characters, Gateway API's own limit; the bound also
+    /// keeps the rule below within the apiserver's CEL cost budget (unbounded, a real kube-apiserver refuses the
+    /// CRD: the rule's estimated cost exceeded the budget 12-fold).
+    #[schemars(regex(pattern = r"^/.*"), length(max = 1024))]
     #[x_kube(validation = Rule::new(
         "!self.contains('//') && !self.contains('/./') && !self.contains('/../') && !self.contains('%2f') && \
          !self.contains('%2F') && !self.contains('#') && !self.endsWith('/..') && !self.endsWith('/.')"
