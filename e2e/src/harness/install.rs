@@ -150,8 +150,8 @@ impl TestCluster {
     /// Installs an overlay's identity with kubectl as a cluster admin would (no warnings allowed) and returns a
     /// kubeconfig for its ServiceAccount. Namespaces the overlay creates that already exist are kept.
     pub async fn install_operator_identity(&self, overlay: &str) -> OperatorIdentity {
-        if self.is_emulated() {
-            self.emulator().decision_log().label(&format!("overlay:{overlay}"));
+        if self.is_emulated() || self.is_private_real() {
+            self.label(&format!("overlay:{overlay}"));
         }
         let (mut identity, token) = install_identity(self.kubectl(), overlay)
             .await

@@ -16,7 +16,7 @@ pub mod metrics;
 pub mod secret_hygiene;
 pub mod wait;
 
-pub use cluster::TestCluster;
+pub use cluster::{RequestCount, TestCluster, counts_since};
 pub use install::{OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, OperatorIdentity};
 pub use kubectl::Kubectl;
 pub use manager::{Identity, Launcher, ManagerOptions, ManagerProcess, manager_binary, run_manager_command};

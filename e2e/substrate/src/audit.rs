@@ -55,3 +55,115 @@ pub fn forbidden_for(audit_log: &Path, user: &str) -> Vec<Refusal> {
         })
         .collect()
 }
+
+/// The completed requests in the audit log (every user but the control plane's own, which the audit policy
+/// leaves out), as `(verb, group, resource, subresource)`.
+fn completed(audit_log: &Path) -> Vec<(String, String, String, String)> {
+    let Ok(text) = std::fs::read_to_string(audit_log) else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|event| event.get("stage").and_then(Value::as_str) == Some("ResponseComplete"))
+        .map(|event| {
+            let field = |pointer: &str| event.pointer(pointer).and_then(Value::as_str).unwrap_or("").to_string();
+            (
+                field("/verb"),
+                field("/objectRef/apiGroup"),
+                field("/objectRef/resource"),
+                field("/objectRef/subresource"),
+            )
+        })
+        .collect()
+}
+
+/// How many requests with this verb on this group, resource and subresource (`""` for none) completed so far:
+/// the real counterpart of the emulator's request counters.
+pub fn count(audit_log: &Path, verb: &str, group: &str, resource: &str, subresource: &str) -> u64 {
+    completed(audit_log)
+        .iter()
+        .filter(|(v, g, r, s)| v == verb && g == group && r == resource && s == subresource)
+        .count() as u64
+}
+
+/// How many write requests (create, update, patch, delete, deletecollection) completed so far.
+pub fn writes(audit_log: &Path) -> u64 {
+    completed(audit_log)
+        .iter()
+        .filter(|(verb, ..)| {
+            matches!(
+                verb.as_str(),
+                "create" | "update" | "patch" | "delete" | "deletecollection"
+            )
+        })
+        .count() as u64
+}
+
+/// One authorization decision the audit log records.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Decision {
+    /// The user name.
+    pub user: String,
+    /// The Kubernetes verb (or the HTTP verb's lower-case name for a non-resource path).
+    pub verb: String,
+    /// The API group (`""` for core).
+    pub group: String,
+    /// The resource, `resource/subresource` for a subresource.
+    pub resource: String,
+    /// The namespace (`""` for cluster scope).
+    pub namespace: String,
+    /// The path of a non-resource request.
+    pub path: String,
+    /// Whether the authorizer allowed it.
+    pub allowed: bool,
+    /// The authorizer's reason (`RBAC: allowed by ClusterRoleBinding "…" of ClusterRole "…" to …`).
+    pub reason: String,
+}
+
+/// Every authorization decision the audit log records (one per request that reached the authorizer).
+pub fn decisions(audit_log: &Path) -> Vec<Decision> {
+    let Ok(text) = std::fs::read_to_string(audit_log) else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|event| event.get("stage").and_then(Value::as_str) == Some("ResponseComplete"))
+        .filter_map(|event| {
+            let field = |pointer: &str| event.pointer(pointer).and_then(Value::as_str).unwrap_or("").to_string();
+            let decision = field("/annotations/authorization.k8s.io~1decision");
+            if decision.is_empty() {
+                return None;
+            }
+            let resource = field("/objectRef/resource");
+            let subresource = field("/objectRef/subresource");
+            let path = if event.get("objectRef").is_none() {
+                field("/requestURI")
+            } else {
+                String::new()
+            };
+            Some(Decision {
+                user: field("/user/username"),
+                verb: field("/verb"),
+                group: field("/objectRef/apiGroup"),
+                resource: if subresource.is_empty() {
+                    resource
+                } else {
+                    format!("{resource}/{subresource}")
+                },
+                namespace: field("/objectRef/namespace"),
+                path,
+                allowed: decision == "allow",
+                reason: field("/annotations/authorization.k8s.io~1reason"),
+            })
+        })
+        .collect()
+}
+
+/// Completed requests so far, counted per `(verb, group, resource, subresource)`.
+pub fn counts(audit_log: &Path) -> Vec<((String, String, String, String), u64)> {
+    let mut counted: std::collections::BTreeMap<(String, String, String, String), u64> = Default::default();
+    for key in completed(audit_log) {
+        *counted.entry(key).or_default() += 1;
+    }
+    counted.into_iter().collect()
+}

@@ -73,6 +73,20 @@ impl Provisioned {
         self.existing("kubectl", "kubectl/kubectl")
     }
 
+    /// The YAML files of Gateway API's own CRDs (standard channel), one CRD each.
+    pub fn gateway_api_crds(&self) -> Result<Vec<PathBuf>, SubstrateError> {
+        let dir = self.existing("Gateway API's CRDs", "gateway-api/.done")?;
+        let dir = dir.parent().map(Path::to_path_buf).unwrap_or_default();
+        let entries = std::fs::read_dir(&dir).map_err(SubstrateError::io(format!("list {}", dir.display())))?;
+        let mut files: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+            .collect();
+        files.sort();
+        Ok(files)
+    }
+
     /// The prepared Keycloak copy of one feature set (`default` or `v1`).
     pub fn keycloak_home(&self, flavour: &str) -> Result<PathBuf, SubstrateError> {
         self.existing(

@@ -41,8 +41,13 @@ rules:
 pub struct ControlPlane {
     // Stopped in reverse order of start (fields drop in declaration order).
     controller_manager: Supervised,
+    controller_manager_program: PathBuf,
+    controller_manager_args: Vec<String>,
+    controller_manager_log: PathBuf,
     apiserver: Supervised,
-    etcd: Supervised,
+    /// None when the control plane stores in another's etcd (a private control plane of one test).
+    etcd: Option<Supervised>,
+    etcd_url: String,
     url: String,
     admin_kubeconfig: PathBuf,
     ca_cert: PathBuf,
@@ -59,6 +64,25 @@ impl ControlPlane {
     /// Starts etcd, kube-apiserver and kube-controller-manager with their state and logs under `dir`, and waits
     /// until the apiserver is ready and the controller manager has created the `default` ServiceAccount.
     pub async fn start(binaries: &Provisioned, dir: &Path) -> Result<Self, SubstrateError> {
+        Self::start_with(binaries, dir, None).await
+    }
+
+    /// Starts a control plane of its own (apiserver and controller manager, a CA of its own) that stores under
+    /// `prefix` in the etcd at `etcd_url`: a cluster no other test sees, for the price of an apiserver start.
+    pub async fn start_private(
+        binaries: &Provisioned,
+        dir: &Path,
+        etcd_url: &str,
+        prefix: &str,
+    ) -> Result<Self, SubstrateError> {
+        Self::start_with(binaries, dir, Some((etcd_url, prefix))).await
+    }
+
+    async fn start_with(
+        binaries: &Provisioned,
+        dir: &Path,
+        shared_etcd: Option<(&str, &str)>,
+    ) -> Result<Self, SubstrateError> {
         let started = Instant::now();
         std::fs::create_dir_all(dir).map_err(SubstrateError::io(format!("create {}", dir.display())))?;
         let pki_dir = dir.join("pki");
@@ -77,20 +101,13 @@ impl ControlPlane {
         write(&pki_dir.join("sa.key"), &sa_key.serialize_pem())?;
         write(&pki_dir.join("sa.pub"), &sa_key.public_key_pem())?;
 
-        let etcd_port = free_port()?;
-        let peer_port = free_port()?;
-        let mut etcd_cmd = Command::new(binaries.etcd()?);
-        etcd_cmd
-            .arg(format!("--data-dir={}", dir.join("etcd").display()))
-            .arg(format!("--listen-client-urls=http://127.0.0.1:{etcd_port}"))
-            .arg(format!("--advertise-client-urls=http://127.0.0.1:{etcd_port}"))
-            .arg(format!("--listen-peer-urls=http://127.0.0.1:{peer_port}"))
-            .arg(format!("--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}"))
-            .arg(format!("--initial-cluster=default=http://127.0.0.1:{peer_port}"))
-            // A throwaway store: durability across power loss buys nothing here and costs fsyncs.
-            .arg("--unsafe-no-fsync=true")
-            .arg("--log-level=warn");
-        let etcd = Supervised::spawn("etcd", etcd_cmd, &dir.join("etcd.log"))?;
+        let (etcd, etcd_url, prefix) = match shared_etcd {
+            Some((url, prefix)) => (None, url.to_string(), prefix.to_string()),
+            None => {
+                let (etcd, url) = start_etcd(binaries, dir)?;
+                (Some(etcd), url, "/registry".to_string())
+            }
+        };
 
         let port = free_port()?;
         let url = format!("https://127.0.0.1:{port}");
@@ -98,7 +115,8 @@ impl ControlPlane {
         write(&dir.join("audit-policy.yaml"), AUDIT_POLICY)?;
         let mut apiserver_cmd = Command::new(binaries.kube_apiserver()?);
         apiserver_cmd
-            .arg(format!("--etcd-servers=http://127.0.0.1:{etcd_port}"))
+            .arg(format!("--etcd-servers={etcd_url}"))
+            .arg(format!("--etcd-prefix={prefix}"))
             .arg("--bind-address=127.0.0.1")
             .arg("--advertise-address=127.0.0.1")
             .arg(format!("--secure-port={port}"))
@@ -150,29 +168,35 @@ impl ControlPlane {
             &kcm_kubeconfig,
             &pki::kubeconfig(&url, &ca.cert_pem(), &kcm_cert.cert_pem, &kcm_cert.key_pem),
         )?;
-        let mut kcm_cmd = Command::new(binaries.kube_controller_manager()?);
-        kcm_cmd
-            .arg(format!("--kubeconfig={}", kcm_kubeconfig.display()))
-            .arg(format!("--controllers={}", CONTROLLERS.join(",")))
-            .arg("--leader-elect=false")
-            .arg("--secure-port=0")
-            .arg(format!(
+        let controller_manager_args = vec![
+            format!("--kubeconfig={}", kcm_kubeconfig.display()),
+            format!("--controllers={}", CONTROLLERS.join(",")),
+            "--leader-elect=false".to_string(),
+            "--secure-port=0".to_string(),
+            format!(
                 "--service-account-private-key-file={}",
                 pki_dir.join("sa.key").display()
-            ))
-            .arg(format!("--root-ca-file={}", ca_cert.display()))
-            .arg("--profiling=false");
-        let mut controller_manager = Supervised::spawn(
-            "kube-controller-manager",
-            kcm_cmd,
-            &dir.join("kube-controller-manager.log"),
+            ),
+            format!("--root-ca-file={}", ca_cert.display()),
+            "--profiling=false".to_string(),
+        ];
+        let controller_manager_program = binaries.kube_controller_manager()?;
+        let controller_manager_log = dir.join("kube-controller-manager.log");
+        let mut controller_manager = spawn_controller_manager(
+            &controller_manager_program,
+            &controller_manager_args,
+            &controller_manager_log,
         )?;
         wait_default_service_account(&mut controller_manager, &client, Duration::from_secs(90)).await?;
 
         Ok(ControlPlane {
             controller_manager,
+            controller_manager_program,
+            controller_manager_args,
+            controller_manager_log,
             apiserver,
             etcd,
+            etcd_url,
             url,
             admin_kubeconfig,
             ca_cert,
@@ -180,6 +204,11 @@ impl ControlPlane {
             audit_log,
             startup: started.elapsed(),
         })
+    }
+
+    /// The etcd it stores in (private control planes of tests share it).
+    pub fn etcd_url(&self) -> &str {
+        &self.etcd_url
     }
 
     /// The apiserver's URL.
@@ -212,12 +241,55 @@ impl ControlPlane {
         self.startup
     }
 
+    /// Restarts kube-controller-manager. Its garbage collector learns of kinds added by CRDs only at its next
+    /// discovery resync (every 30 s); a restart after installing CRDs makes it collect their dependents at once,
+    /// as on a cluster whose CRDs were installed long before.
+    pub fn restart_controller_manager(&mut self) -> Result<(), SubstrateError> {
+        self.controller_manager.stop(Duration::from_secs(5));
+        self.controller_manager = spawn_controller_manager(
+            &self.controller_manager_program,
+            &self.controller_manager_args,
+            &self.controller_manager_log,
+        )?;
+        Ok(())
+    }
+
     /// Fails when one of the three processes has exited.
     pub fn check_running(&mut self) -> Result<(), SubstrateError> {
-        self.etcd.check_running()?;
+        if let Some(etcd) = &mut self.etcd {
+            etcd.check_running()?;
+        }
         self.apiserver.check_running()?;
         self.controller_manager.check_running()
     }
+}
+
+/// Starts kube-controller-manager.
+fn spawn_controller_manager(program: &Path, args: &[String], log: &Path) -> Result<Supervised, SubstrateError> {
+    let mut command = Command::new(program);
+    command.args(args);
+    Supervised::spawn("kube-controller-manager", command, log)
+}
+
+/// Starts etcd with its data under `dir`; returns it and its client URL.
+fn start_etcd(binaries: &Provisioned, dir: &Path) -> Result<(Supervised, String), SubstrateError> {
+    let etcd_port = free_port()?;
+    let peer_port = free_port()?;
+    let mut command = Command::new(binaries.etcd()?);
+    command
+        .arg(format!("--data-dir={}", dir.join("etcd").display()))
+        .arg(format!("--listen-client-urls=http://127.0.0.1:{etcd_port}"))
+        .arg(format!("--advertise-client-urls=http://127.0.0.1:{etcd_port}"))
+        .arg(format!("--listen-peer-urls=http://127.0.0.1:{peer_port}"))
+        .arg(format!("--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}"))
+        .arg(format!("--initial-cluster=default=http://127.0.0.1:{peer_port}"))
+        // A throwaway store: durability across power loss buys nothing here and costs fsyncs.
+        .arg("--unsafe-no-fsync=true")
+        // Every private control plane of a run leaves its few megabytes behind; the default 2 GiB is too tight.
+        .arg("--quota-backend-bytes=8589934592")
+        .arg("--log-level=warn");
+    let etcd = Supervised::spawn("etcd", command, &dir.join("etcd.log"))?;
+    Ok((etcd, format!("http://127.0.0.1:{etcd_port}")))
 }
 
 /// Waits until `/readyz` answers `ok`.

@@ -101,6 +101,9 @@ pub struct Substrate {
     pub admin_kubeconfig: PathBuf,
     /// The apiserver's URL.
     pub apiserver_url: String,
+    /// The etcd the control plane stores in; tests that need a cluster of their own start a private apiserver
+    /// on it ([`Substrate::private_control_plane`]).
+    pub etcd_url: String,
     /// The cluster CA (serving and client certificates), PEM file.
     pub ca_cert: PathBuf,
     /// Its private key, so tests can mint client certificates for the users they play.
@@ -145,6 +148,22 @@ impl Substrate {
         std::fs::write(path, text).map_err(SubstrateError::io(format!("write {}", path.display())))
     }
 
+    /// Starts a control plane only the caller sees (kube-apiserver and kube-controller-manager on the shared
+    /// etcd, under a prefix of its own), with state and logs under `dir`.
+    pub async fn private_control_plane(&self, dir: &Path) -> Result<ControlPlane, SubstrateError> {
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let prefix = format!(
+            "/private-{}-{}-{nanos:x}",
+            std::process::id(),
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        ControlPlane::start_private(&Provisioned::locate(), dir, &self.etcd_url, &prefix).await
+    }
+
     /// The cluster CA, loaded to mint client certificates.
     pub fn ca(&self) -> Result<ClusterCa, SubstrateError> {
         ClusterCa::load(&self.ca_key)
@@ -152,10 +171,30 @@ impl Substrate {
 
     /// Writes a kubeconfig at `path` that authenticates as `user` in `groups` with a client certificate of the
     /// cluster CA (a real identity: the apiserver's RBAC sees exactly this user and these groups).
+    ///
+    /// A client certificate carries one group; for more (a ServiceAccount's `system:serviceaccounts` and
+    /// `system:serviceaccounts:<ns>`), the kubeconfig has an administrator impersonate the user and groups, which
+    /// the apiserver authorizes and admits exactly as that user.
     pub fn write_user_kubeconfig(&self, path: &Path, user: &str, groups: &[&str]) -> Result<(), SubstrateError> {
         let ca = self.ca()?;
-        let client = ca.issue_client_cert(user, groups)?;
-        let text = pki::kubeconfig(&self.apiserver_url, &ca.cert_pem(), &client.cert_pem, &client.key_pem);
+        let text = if groups.len() <= 1 {
+            let client = ca.issue_client_cert(user, groups)?;
+            pki::kubeconfig(&self.apiserver_url, &ca.cert_pem(), &client.cert_pem, &client.key_pem)
+        } else {
+            let admin = ca.issue_client_cert("e2e-impersonator", &["system:masters"])?;
+            let mut text = pki::kubeconfig(&self.apiserver_url, &ca.cert_pem(), &admin.cert_pem, &admin.key_pem);
+            let quoted = |s: &str| serde_json::Value::String(s.to_string()).to_string();
+            let groups: Vec<String> = groups.iter().map(|g| quoted(g)).collect();
+            text = text.replace(
+                "    client-key-data:",
+                &format!(
+                    "    as: {}\n    as-groups: [{}]\n    client-key-data:",
+                    quoted(user),
+                    groups.join(", ")
+                ),
+            );
+            text
+        };
         std::fs::write(path, text).map_err(SubstrateError::io(format!("write {}", path.display())))
     }
 }

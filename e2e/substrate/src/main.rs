@@ -101,6 +101,7 @@ async fn start(options: &Options, dir: &std::path::Path) -> Result<Running, Subs
     let substrate = Substrate {
         admin_kubeconfig: control_plane.admin_kubeconfig().to_path_buf(),
         apiserver_url: control_plane.url().to_string(),
+        etcd_url: control_plane.etcd_url().to_string(),
         ca_cert: control_plane.ca_cert().to_path_buf(),
         ca_key: control_plane.ca_key().to_path_buf(),
         audit_log: control_plane.audit_log().to_path_buf(),

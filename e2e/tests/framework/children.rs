@@ -211,7 +211,7 @@ async fn with_a_synced_child_cache_pruning_lists_nothing() {
     })
     .await;
 
-    let lists = || cluster.emulator().hooks().count("list", "", "configmaps", "");
+    let lists = || cluster.count_requests("list", "", "configmaps", "");
     let before = lists();
     let mut pass2 = ChildSet::new(cluster.client(), cached(), &parent, "widget").expect("owner");
     pass2.apply(child("parent-a", "a")).await.expect("a again");
@@ -277,7 +277,7 @@ async fn ensure_skips_an_untouched_child_and_reads_and_repairs_one_edited_by_som
     let created = api.get("parent-a").await.expect("created");
     wait_until_cached_at(&cache, &parent, "the watch sees the child", &created).await;
 
-    let gets = || cluster.emulator().hooks().count("get", "", "configmaps", "");
+    let gets = || cluster.count_requests("get", "", "configmaps", "");
     let (gets_before, writes_before) = (gets(), cluster.write_requests());
     let mut second = ChildSet::new(cluster.client(), cached(), &parent, "widget").expect("owner");
     second.ensure(child("parent-a", "a")).await.expect("unchanged");
@@ -346,7 +346,7 @@ async fn a_child_written_by_an_earlier_pass_and_not_yet_watched_is_still_pruned(
         "its watch event would be skipped as this process's own write"
     );
 
-    let lists = || cluster.emulator().hooks().count("list", "", "configmaps", "");
+    let lists = || cluster.count_requests("list", "", "configmaps", "");
     let before = lists();
     let mut second = ChildSet::new(cluster.client(), cached(), &parent, "widget").expect("owner");
     let deleted = second.prune().await.expect("prune");
@@ -412,12 +412,7 @@ async fn apply_observed_reports_a_status_written_by_someone_else_from_the_watch_
         kinds: ChildKinds::new().with::<SecurityPolicy>(Placement::OwnerNamespace),
         ..config()
     };
-    let gets = || {
-        cluster
-            .emulator()
-            .hooks()
-            .count("get", "gateway.envoyproxy.io", "securitypolicies", "")
-    };
+    let gets = || cluster.count_requests("get", "gateway.envoyproxy.io", "securitypolicies", "");
 
     let mut first = ChildSet::new(cluster.client(), cached(), &parent, "policy").expect("owner");
     let created = first

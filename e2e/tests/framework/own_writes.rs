@@ -142,7 +142,8 @@ enum Answer {
 /// A pass fails after writing Broken while the watch is down from before that write to the end; the retry must
 /// still leave Fine.
 async fn replay(answer: Answer) {
-    let cluster = TestCluster::start().await;
+    // Injects API faults through the emulator's hooks (the real apiserver has none yet): on the emulator.
+    let cluster = TestCluster::start_emulated().await;
     cluster.install_crds(&[Gadget::crd()]).await;
     let ns = cluster.create_namespace("own-writes").await;
     let controller = Arc::new(GadgetController::default());

@@ -300,7 +300,8 @@ async fn readiness_follows_the_cache_and_shutdown_waits_for_in_flight_work() {
 /// after start).
 #[tokio::test]
 async fn shutdown_before_the_cache_synced_stops_promptly() {
-    let cluster = TestCluster::start().await;
+    // Injects API faults through the emulator's hooks (the real apiserver has none yet): on the emulator.
+    let cluster = TestCluster::start_emulated().await;
     let ns = cluster.create_namespace("early-stop").await;
     // The initial list takes 3 s, so the stop below certainly comes first.
     cluster.emulator().hooks().inject(Fault {

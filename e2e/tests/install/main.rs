@@ -195,8 +195,16 @@ async fn every_kind_reads_well_in_kubectl_explain() {
     cluster.install_crds(&crds).await;
     for crd in &crds {
         let kind = crd.spec.names.singular.clone().unwrap_or_default();
-        let (ok, out, err) = kubectl(&cluster, &["explain", &kind], None).await;
-        assert!(ok, "explain {kind}: {err}");
+        // A real apiserver publishes a new kind's discovery and OpenAPI a moment after it is Established.
+        let out = wait_until(&format!("kubectl explain {kind}"), Deadline::secs(30), || {
+            let cluster = &cluster;
+            let kind = kind.clone();
+            async move {
+                let (ok, out, err) = kubectl(cluster, &["explain", &kind], None).await;
+                if ok { Ok(Some(out)) } else { Err(err) }
+            }
+        })
+        .await;
         assert!(!out.contains("Auto-generated"), "{out}");
         let fields = section(&out, "FIELDS:");
         for field in ["apiVersion", "kind", "metadata", "spec", "status"] {

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use e2e::harness::{Deadline, ManagerOptions, ManagerProcess, TestCluster, wait_until};
+use e2e::harness::{Deadline, ManagerOptions, ManagerProcess, TestCluster, counts_since, wait_until};
 use e2e::keystone::sample::{self, prepare_for_sample};
 use e2e::keystone::shared;
 use jiff::{SignedDuration, Timestamp};
@@ -207,7 +207,7 @@ async fn a_reconcile_with_nothing_to_do_makes_no_keystone_call_and_no_api_write(
 
     let keystone_before = world.keystone_requests().await;
     let reconciles_before = world.reconciles().await;
-    world.cluster.emulator().hooks().reset_counters();
+    let requests_before = world.cluster.request_counts();
     // Any KeystoneAPI change re-checks every credential: a reconcile with nothing to do.
     world.publish_keystone_api(true, "Setup complete (re-published)").await;
     let manager: &ManagerProcess = world.manager();
@@ -221,27 +221,17 @@ async fn a_reconcile_with_nothing_to_do_makes_no_keystone_call_and_no_api_write(
     )
     .await;
 
-    let counters = world.cluster.emulator().hooks().counters();
+    let counters = counts_since(&requests_before, &world.cluster.request_counts());
     let writes: Vec<String> = counters
         .iter()
-        .filter(|row| {
-            matches!(
-                row.key.verb.as_str(),
-                "create" | "update" | "patch" | "delete" | "deletecollection"
-            )
-        })
-        .filter(|row| row.key.resource != "keystoneapis")
-        .map(|row| {
-            format!(
-                "{} {}/{} x{}",
-                row.key.verb, row.key.resource, row.key.subresource, row.count
-            )
-        })
+        .filter(|row| row.is_write())
+        .filter(|row| row.resource != "keystoneapis")
+        .map(|row| format!("{} {}/{} x{}", row.verb, row.resource, row.subresource, row.count))
         .collect();
     let reads: u64 = counters
         .iter()
-        .filter(|row| matches!(row.key.verb.as_str(), "get" | "list"))
-        .filter(|row| row.key.resource != "keystoneapis" || row.key.verb == "list")
+        .filter(|row| matches!(row.verb.as_str(), "get" | "list"))
+        .filter(|row| row.resource != "keystoneapis" || row.verb == "list")
         .map(|row| row.count)
         .sum();
     let keystone_calls = world.keystone_requests().await - keystone_before;

@@ -132,6 +132,7 @@ async fn a_manager_killed_before_keystones_answer_arrived_completes_that_credent
 async fn a_manager_killed_before_the_status_recorded_a_new_secret_does_not_mint_another() {
     let mut world = World::start(Setup {
         user_roles: &["service", "reader"],
+        api_faults: true,
         ..Setup::default()
     })
     .await;

@@ -242,7 +242,11 @@ async fn deleting_the_current_secret_rotates_at_once_through_a_metadata_only_sec
     use kube::api::DeleteParams;
     use kube_emulator::ResponseForm;
 
-    let mut world = World::start(Setup::default()).await;
+    let mut world = World::start(Setup {
+        api_faults: true,
+        ..Setup::default()
+    })
+    .await;
     world.apply_credential(&["service"], "").await;
     let first = world.wait_ready(None).await.status.expect("status");
     let first_id = first.ac_id.clone().expect("acID");

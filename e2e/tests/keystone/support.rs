@@ -43,6 +43,10 @@ pub struct Setup {
     /// Run the manager as the namespaced install (`manifests/overlays/namespaced`: Roles only, watching the
     /// overlay's example namespace, which then is the test's namespace).
     pub namespaced: bool,
+    /// The test injects API faults or reads request details through the API emulator's hooks: it runs on the
+    /// emulator even when the run asks for the real control plane (until the fault proxy in front of the real
+    /// apiserver does the same).
+    pub api_faults: bool,
 }
 
 /// The namespace the namespaced overlay watches.
@@ -57,6 +61,7 @@ impl Default for Setup {
             proxy: false,
             user_roles: &["service"],
             manager_args: Vec::new(),
+            api_faults: false,
             manager: true,
             namespaced: false,
         }
@@ -92,7 +97,11 @@ impl World {
     /// Sets up a world.
     pub async fn start(setup: Setup) -> World {
         let keystone = shared::keystone().await;
-        let cluster = TestCluster::start().await;
+        let cluster = if setup.api_faults {
+            TestCluster::start_emulated().await
+        } else {
+            TestCluster::start().await
+        };
         cluster.install_crds(&crds::all()).await;
         if setup.keystone_api_kind {
             install_keystone_api_crd(&cluster.client())

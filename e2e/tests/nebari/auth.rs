@@ -459,7 +459,11 @@ async fn a_client_secret_ref_secret_is_noticed_through_a_metadata_only_watch_wit
     use kube::api::{Patch, PatchParams};
     use kube_emulator::ResponseForm;
 
-    let world = World::start(Setup::default()).await;
+    let world = World::start(Setup {
+        api_faults: true,
+        ..Setup::default()
+    })
+    .await;
     let spec = json!({"routing": {}, "auth": {
         "enabled": true, "provider": "generic-oidc", "issuerURL": "https://accounts.google.com",
         "clientSecretRef": "oidc-client",

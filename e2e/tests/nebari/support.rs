@@ -66,6 +66,10 @@ pub struct Setup {
     pub manager_args: Vec<String>,
     /// Keycloak serves HTTPS with a certificate of a CA made for the test (`World::ca_pem`).
     pub keycloak_tls: bool,
+    /// The test injects API faults or reads request details through the API emulator's hooks: it runs on the
+    /// emulator even when the run asks for the real control plane (until the fault proxy in front of the real
+    /// apiserver does the same).
+    pub api_faults: bool,
 }
 
 /// The namespace the namespaced overlay watches.
@@ -77,6 +81,7 @@ impl Default for Setup {
             opted_in: true,
             service: true,
             cluster_issuer: false,
+            api_faults: false,
             manager: true,
             namespaced: false,
             manager_args: Vec::new(),
@@ -183,7 +188,11 @@ impl World {
             ..EmulatorConfig::with_realm(REALM)
         };
         let keycloak = KeycloakEmulator::start(config).await.expect("start Keycloak");
-        let cluster = TestCluster::start().await;
+        let cluster = if setup.api_faults {
+            TestCluster::start_emulated().await
+        } else {
+            TestCluster::start().await
+        };
         let mut all = crds::all();
         all.extend(third_party_crds::for_nebari());
         cluster.install_crds(&all).await;
@@ -615,26 +624,16 @@ impl World {
     /// writes (the operator never writes the status of routes, policies or Gateways).
     pub fn write_breakdown(&self) -> BTreeMap<String, u64> {
         let mut rows = BTreeMap::new();
-        for row in self.cluster.emulator().hooks().counters() {
-            let gateway_status = row.key.subresource == "status"
-                && matches!(
-                    row.key.resource.as_str(),
-                    "httproutes" | "securitypolicies" | "gateways"
-                );
-            if !gateway_status
-                && matches!(
-                    row.key.verb.as_str(),
-                    "create" | "update" | "patch" | "delete" | "deletecollection"
-                )
-            {
-                let sub = if row.key.subresource.is_empty() {
+        for row in self.cluster.request_counts() {
+            let gateway_status = row.subresource == "status"
+                && matches!(row.resource.as_str(), "httproutes" | "securitypolicies" | "gateways");
+            if !gateway_status && row.is_write() {
+                let sub = if row.subresource.is_empty() {
                     String::new()
                 } else {
-                    format!("/{}", row.key.subresource)
+                    format!("/{}", row.subresource)
                 };
-                *rows
-                    .entry(format!("{} {}{sub}", row.key.verb, row.key.resource))
-                    .or_default() += row.count;
+                *rows.entry(format!("{} {}{sub}", row.verb, row.resource)).or_default() += row.count;
             }
         }
         rows

@@ -25,7 +25,11 @@ fn record(world: &World, group: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn a_member_added_by_a_pass_killed_before_its_status_write_is_removed_after_the_restart() {
-    let mut world = World::start(Setup::default()).await;
+    let mut world = World::start(Setup {
+        api_faults: true,
+        ..Setup::default()
+    })
+    .await;
     let rp = "c0c0c0c04b2c4e7f9a0b1c2d3e4f5a6b";
     let group = group_name(rp, "project_member");
     let name = "crash-c0c0c0c0";

@@ -18,7 +18,11 @@ const HELD_BACK_MS: u64 = 4_000;
 
 #[tokio::test]
 async fn what_a_pass_granted_before_its_status_write_conflicted_is_still_revoked() {
-    let world = World::start(Setup::default()).await;
+    let world = World::start(Setup {
+        api_faults: true,
+        ..Setup::default()
+    })
+    .await;
     let name = "conflict-5555eeee";
     let rp = "5555eeee4b2c4e7f9a0b1c2d3e4f5a6b";
     let members = group_name(rp, "project_member");

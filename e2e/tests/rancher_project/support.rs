@@ -39,6 +39,10 @@ pub struct Setup {
     pub keycloak: bool,
     /// Rancher and Keycloak serve HTTPS with certificates of a CA made for the test (`World::ca_pem`).
     pub tls: bool,
+    /// The test injects API faults or reads request details through the API emulator's hooks: it runs on the
+    /// emulator even when the run asks for the real control plane (until the fault proxy in front of the real
+    /// apiserver does the same).
+    pub api_faults: bool,
 }
 
 impl Default for Setup {
@@ -46,6 +50,7 @@ impl Default for Setup {
         Self {
             users: vec!["alice", "bob", "carol"],
             manager_args: Vec::new(),
+            api_faults: false,
             manager: true,
             keycloak: true,
             tls: false,
@@ -178,7 +183,11 @@ pub fn is_ready(object: &Value) -> bool {
 impl World {
     /// Sets up a world.
     pub async fn start(setup: Setup) -> World {
-        let cluster = TestCluster::start().await;
+        let cluster = if setup.api_faults {
+            TestCluster::start_emulated().await
+        } else {
+            TestCluster::start().await
+        };
         cluster.install_crds(&crds::all()).await;
         let ca = setup
             .tls
