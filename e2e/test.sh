@@ -114,9 +114,9 @@ step "tests"
 # coverage check below.
 export E2E_AUTHZ_LOG_DIR="$build/authz-decisions"
 rm -rf "$E2E_AUTHZ_LOG_DIR"
-# One substrate for the run (its etcd, a shared control plane); each end-to-end test starts a private control
-# plane on it (E2E_CONTROL_PLANE=real).
-"$build/debug/substrate" run --keycloak none -- env E2E_CONTROL_PLANE=real cargo nextest run --workspace --no-fail-fast
+# One substrate for the run (its etcd, a shared control plane, both Keycloaks); each end-to-end test starts a
+# private control plane on it (E2E_CONTROL_PLANE=real), and the Keycloak client's `real` tests use the Keycloaks.
+"$build/debug/substrate" run --keycloak both -- env E2E_CONTROL_PLANE=real cargo nextest run --workspace --no-fail-fast
 
 step "every grant of the shipped RBAC was needed by the suite"
 cargo run --quiet -p e2e --bin rbac-coverage -- --log-dir "$E2E_AUTHZ_LOG_DIR" --output "$build/rbac-coverage.json" \
