@@ -117,7 +117,8 @@ fn sync_namespace(txn: &mut Txn<'_>, name: &str) {
         }
         let left = txn.range(&gr, Some(name));
         if !left.is_empty() {
-            remaining.push((gr.to_string(), left.len()));
+            // kube prints the group-resource as `resource.group`, so a core kind reads `configmaps.`.
+            remaining.push((format!("{}.{}", gr.resource, gr.group), left.len()));
             for (_, obj) in &left {
                 for f in meta::finalizers(obj) {
                     *finalizer_counts.entry(f).or_default() += 1;
@@ -194,8 +195,8 @@ fn sync_namespace(txn: &mut Txn<'_>, name: &str) {
             conditions.push(condition(
                 "NamespaceFinalizersRemaining",
                 "True",
-                "SomeFinalizerRemain",
-                &format!("Some finalizers are remaining: {text}"),
+                "SomeFinalizersRemain",
+                &format!("Some content in the namespace has finalizers remaining: {text}"),
                 &now,
             ));
         }

@@ -17,8 +17,9 @@ pub enum SelectorError {
     #[error("invalid selector: '{0}'; can't understand '{1}'")]
     Field(String, String),
     /// A field label the resource does not support.
-    #[error("field label not supported: {0}")]
-    UnsupportedField(String),
+    /// kube-apiserver 1.36's text (1.32 said `field label not supported: <label>`).
+    #[error("\"{0}\" is not a known field selector: only {1}")]
+    UnsupportedField(String, String),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -232,7 +233,11 @@ impl FieldSelector {
     pub fn check_supported(&self, def: &ResourceDef, version: &str) -> Result<(), SelectorError> {
         for (label, _, _) in &self.terms {
             if !is_supported(def, version, label) {
-                return Err(SelectorError::UnsupportedField(label.clone()));
+                let known: Vec<String> = supported_fields(def, version)
+                    .iter()
+                    .map(|f| format!("\"{f}\""))
+                    .collect();
+                return Err(SelectorError::UnsupportedField(label.clone(), known.join(", ")));
             }
         }
         Ok(())
@@ -327,6 +332,25 @@ fn is_supported(def: &ResourceDef, version: &str, label: &str) -> bool {
             .version(version)
             .is_some_and(|v| v.selectable_fields.iter().any(|f| f.trim_start_matches('.') == label)),
     }
+}
+
+/// The field labels a resource can be selected on, in the order the apiserver lists them in its refusal
+/// (checked for a resource with only the metadata fields; the order of the others is the emulator's).
+fn supported_fields(def: &ResourceDef, version: &str) -> Vec<String> {
+    let mut fields = vec!["metadata.name".to_string(), "metadata.namespace".to_string()];
+    match def.builtin() {
+        Some(BuiltinKind::Event) => fields.extend(EVENT_FIELDS.iter().map(|f| f.to_string())),
+        Some(BuiltinKind::Namespace) => fields.push("status.phase".into()),
+        Some(BuiltinKind::Secret) => fields.push("type".into()),
+        Some(_) => {}
+        None => fields.extend(def.version(version).into_iter().flat_map(|v| {
+            v.selectable_fields
+                .iter()
+                .map(|f| f.trim_start_matches('.').to_string())
+        })),
+    }
+    fields.dedup();
+    fields
 }
 
 /// The string value of a field label on an object (`""` when missing), as the field-label conversion gives it.

@@ -47,6 +47,9 @@ enum EventForm {
     Table(IncludeObject),
     /// `PartialObjectMetadata` in `meta.k8s.io/<version>`.
     Metadata(&'static str),
+    /// Nothing, and the watch ends: the client asked for `PartialObjectMetadataList`, which no event object can
+    /// be turned into.
+    Nothing,
 }
 
 fn invalid_watch(field: &str, reason: &str, message: &str) -> ApiError {
@@ -106,9 +109,11 @@ pub fn watch(shared: Arc<Shared>, target: &Target, query: &Query, output: Output
             EventForm::Table(IncludeObject::parse(query.get("includeObject")).map_err(ApiError::bad_request)?)
         }
         Output::Metadata { list: false, version } => EventForm::Metadata(version),
-        // apimachinery transforms each event object; a list form fails for an object and the encoder falls back
-        // to the object itself.
-        Output::Metadata { list: true, .. } | Output::Object => EventForm::Object,
+        // apimachinery transforms each event object; the list form fails for every object and kube-apiserver 1.36
+        // answers 200 and ends the watch without a single event (seen on the real apiserver by the conformance
+        // suite).
+        Output::Metadata { list: true, .. } => EventForm::Nothing,
+        Output::Object => EventForm::Object,
     };
 
     let (tx, rx) = mpsc::channel::<Result<Bytes, Infallible>>(256);
@@ -126,9 +131,12 @@ pub fn watch(shared: Arc<Shared>, target: &Target, query: &Query, output: Output
         last_rv: 0,
     };
     let cuts = shared.hooks.subscribe_cuts();
-    tokio::spawn(async move {
-        watcher.run(requested_rv, send_initial, timeout, cuts).await;
-    });
+    if watcher.form != EventForm::Nothing {
+        tokio::spawn(async move {
+            watcher.run(requested_rv, send_initial, timeout, cuts).await;
+        });
+    }
+    // (With `EventForm::Nothing` the watcher is dropped here: the stream ends at once, empty, as on 1.36.)
     let stream = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) });
     Response::builder()
         .status(200)
@@ -157,7 +165,7 @@ impl Watcher {
         }
         let served = convert::to_output(&self.target.def, &self.target.version, obj);
         let rendered = match self.form {
-            EventForm::Object | EventForm::Metadata(_) => served,
+            EventForm::Object | EventForm::Metadata(_) | EventForm::Nothing => served,
             EventForm::Table(include) => {
                 let first = !self.sent_definitions;
                 self.sent_definitions = true;
@@ -197,7 +205,9 @@ impl Watcher {
         let object = match self.form {
             // Bookmarks go through the same transform as every event object.
             EventForm::Metadata(version) => partial::object_bytes(&object, version),
-            EventForm::Object | EventForm::Table(_) => serde_json::to_vec(&object).unwrap_or_default(),
+            EventForm::Object | EventForm::Table(_) | EventForm::Nothing => {
+                serde_json::to_vec(&object).unwrap_or_default()
+            }
         };
         self.send_event("BOOKMARK", &object).await
     }
@@ -240,6 +250,16 @@ impl Watcher {
             EventType::Deleted if before_matches || now_matches => EventType::Deleted,
             _ => return true,
         };
+        if event.event_type == EventType::Modified && kind == EventType::Deleted {
+            // An object that stopped matching leaves as it was before the change (kube's cacher sends the
+            // previous state, at the event's resourceVersion), not as it is now.
+            if let Some(previous) = event.previous.as_deref() {
+                let mut left = previous.clone();
+                left["metadata"]["resourceVersion"] = Value::String(event.rv.to_string());
+                let object = self.render(&left);
+                return self.send_event(kind.as_str(), &object).await;
+            }
+        }
         if self.form == EventForm::Object && !self.convert {
             // Fast path: splice the shared serialization of the stored object into the event line.
             return self.send_event(kind.as_str(), &event.object_json()).await;

@@ -681,12 +681,12 @@ fn missing_resource_version(target: &Target, name: &str) -> ApiError {
         name,
         vec![Cause {
             reason: "FieldValueInvalid".into(),
-            message: "Invalid value: 0x0: must be specified for an update".into(),
+            message: "Invalid value: 0: must be specified for an update".into(),
             field: "metadata.resourceVersion".into(),
         }],
     );
     err.message = format!(
-        "{} \"{name}\" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update",
+        "{} \"{name}\" is invalid: metadata.resourceVersion: Invalid value: 0: must be specified for an update",
         target.gr()
     );
     err

@@ -156,6 +156,10 @@ impl ControlPlane {
         let admin = ca.issue_client_cert("e2e-admin", &["system:masters"])?;
         let admin_kubeconfig = dir.join("admin.kubeconfig");
         write(
+            &pki_dir.join("admin.pem"),
+            &format!("{}{}", admin.cert_pem, admin.key_pem),
+        )?;
+        write(
             &admin_kubeconfig,
             &pki::kubeconfig(&url, &ca.cert_pem(), &admin.cert_pem, &admin.key_pem),
         )?;
@@ -219,6 +223,11 @@ impl ControlPlane {
     /// A cluster administrator's kubeconfig.
     pub fn admin_kubeconfig(&self) -> &Path {
         &self.admin_kubeconfig
+    }
+
+    /// The administrator's client certificate and key, one PEM file (for an HTTP client of its own).
+    pub fn admin_identity(&self) -> PathBuf {
+        self.ca_cert.with_file_name("admin.pem")
     }
 
     /// The CA certificate file.

@@ -124,7 +124,7 @@ impl Substrate {
         let path = std::env::var_os(SUBSTRATE_ENV).ok_or_else(|| {
             SubstrateError::NotAttached(format!(
                 "{SUBSTRATE_ENV} is not set. Run the tests through the substrate, e.g. \
-                 `cargo run -p e2e --bin substrate -- run -- cargo nextest run -p e2e`, or all of them with \
+                 `cargo run -p substrate -- run -- cargo nextest run -p e2e`, or all of them with \
                  `e2e/test.sh`"
             ))
         })?;

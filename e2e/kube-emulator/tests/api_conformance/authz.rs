@@ -31,9 +31,9 @@ async fn service_account_token(env: &Env, namespace: &str, name: &str) -> String
 /// Authentication: no token or an unknown one gets the upstream 401 Status.
 #[tokio::test]
 async fn missing_or_unknown_tokens_are_unauthorized() {
-    let env = Env::start().await;
+    let env = Env::start_emulated().await;
     let client = reqwest::Client::builder()
-        .add_root_certificate(reqwest::Certificate::from_pem(env.server.ca_pem().as_bytes()).expect("CA"))
+        .add_root_certificate(reqwest::Certificate::from_pem(env.emulator().ca_pem().as_bytes()).expect("CA"))
         .build()
         .expect("client");
     let expected = json!({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",
@@ -61,7 +61,7 @@ async fn missing_or_unknown_tokens_are_unauthorized() {
 /// RoleBinding grants access, and `kubectl auth can-i` (also `--as` and `--list`) and `whoami` agree.
 #[tokio::test]
 async fn service_account_tokens_are_judged_by_rbac_and_can_i_agrees() {
-    let env = Env::start().await;
+    let env = Env::start_emulated().await;
     let token = service_account_token(&env, "default", "bot").await;
     let refused = env.kubectl_as(&token, &["get", "configmaps"], None).await;
     assert!(!refused.status.success());
@@ -143,7 +143,7 @@ async fn service_account_tokens_are_judged_by_rbac_and_can_i_agrees() {
     );
 
     // The decision log names the rule that allowed the ServiceAccount's list.
-    let decisions = env.server.decisions();
+    let decisions = env.emulator().decisions();
     let row = decisions
         .iter()
         .find(|r| {
@@ -163,8 +163,8 @@ async fn service_account_tokens_are_judged_by_rbac_and_can_i_agrees() {
 /// Impersonation needs the `impersonate` verb; with it, requests run as the impersonated user and group.
 #[tokio::test]
 async fn impersonation_needs_the_impersonate_verb() {
-    let env = Env::start().await;
-    let tenant = env.server.mint_token("tenant", &[]);
+    let env = Env::start_emulated().await;
+    let tenant = env.emulator().mint_token("tenant", &[]);
     let refused = env
         .kubectl_as(
             &tenant,
@@ -217,8 +217,8 @@ async fn impersonation_needs_the_impersonate_verb() {
 /// listed, unless the user has `escalate` (Roles) or `bind` on the role.
 #[tokio::test]
 async fn granting_more_than_one_holds_is_refused_unless_escalate_or_bind() {
-    let env = Env::start().await;
-    let tenant = env.server.mint_token("tenant", &[]);
+    let env = Env::start_emulated().await;
+    let tenant = env.emulator().mint_token("tenant", &[]);
     env.kubectl_ok(
         &[
             "create",
@@ -348,8 +348,8 @@ async fn granting_more_than_one_holds_is_refused_unless_escalate_or_bind() {
 /// A server-side apply that creates is also authorized as `create`; `patch` alone only updates.
 #[tokio::test]
 async fn an_apply_that_creates_needs_create_as_well_as_patch() {
-    let env = Env::start().await;
-    let tenant = env.server.mint_token("tenant", &[]);
+    let env = Env::start_emulated().await;
+    let tenant = env.emulator().mint_token("tenant", &[]);
     env.kubectl_ok(
         &[
             "create",
@@ -398,8 +398,8 @@ async fn an_apply_that_creates_needs_create_as_well_as_patch() {
 /// OwnerReferencesPermissionEnforcement: `blockOwnerDeletion` needs update on the owner's finalizers.
 #[tokio::test]
 async fn blocking_an_owners_deletion_needs_update_on_its_finalizers() {
-    let env = Env::start().await;
-    let tenant = env.server.mint_token("tenant", &[]);
+    let env = Env::start_emulated().await;
+    let tenant = env.emulator().mint_token("tenant", &[]);
     env.kubectl_ok(
         &[
             "create",
@@ -453,8 +453,8 @@ async fn blocking_an_owners_deletion_needs_update_on_its_finalizers() {
 /// aggregation controller writes them into it.
 #[tokio::test]
 async fn aggregated_cluster_roles_grant_and_show_the_rules_they_select() {
-    let env = Env::start().await;
-    let tenant = env.server.mint_token("tenant", &[]);
+    let env = Env::start_emulated().await;
+    let tenant = env.emulator().mint_token("tenant", &[]);
     let roles = r#"
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole

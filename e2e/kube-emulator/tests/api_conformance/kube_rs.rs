@@ -15,7 +15,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 
-use crate::support::{Env, wait_for};
+use crate::support::{Env, is_cluster_furniture, wait_for};
 
 fn config_map(name: &str, value: &str) -> ConfigMap {
     ConfigMap {
@@ -48,7 +48,12 @@ async fn typed_api_crud() {
         .unwrap();
     assert_eq!(patched.data.unwrap().get("x").map(String::as_str), Some("y"));
     let list = api.list(&ListParams::default().labels("")).await.unwrap();
-    assert_eq!(list.items.len(), 1);
+    let ours: Vec<_> = list
+        .items
+        .iter()
+        .filter(|cm| !is_cluster_furniture(&cm.name_any()))
+        .collect();
+    assert_eq!(ours.len(), 1);
     assert!(list.metadata.resource_version.is_some());
     let stale = api.replace("c1", &PostParams::default(), &fetched).await.unwrap_err();
     assert!(matches!(&stale, kube::Error::Api(s) if s.code == 409), "{stale:?}");
@@ -64,7 +69,7 @@ async fn typed_api_crud() {
 /// gets an in-stream 410 and re-lists, and later changes still arrive.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watcher_relists_after_forced_410() {
-    let env = Env::start().await;
+    let env = Env::start_emulated().await;
     let client = env.client().await;
     let api: Api<ConfigMap> = Api::namespaced(client, "default");
     api.create(&PostParams::default(), &config_map("before", "1"))
@@ -94,12 +99,12 @@ async fn watcher_relists_after_forced_410() {
                 init_done += 1;
                 if init_done == 1 {
                     // Force the 410: compact, cut, and change something while the watcher reconnects.
-                    env.server.compact_history();
+                    env.emulator().compact_history();
                     api.create(&PostParams::default(), &config_map("during", "1"))
                         .await
                         .unwrap();
-                    env.server.compact_history();
-                    env.server.cut_watches(None);
+                    env.emulator().compact_history();
+                    env.emulator().cut_watches(None);
                 } else {
                     api.create(&PostParams::default(), &config_map("after", "1"))
                         .await
@@ -113,7 +118,7 @@ async fn watcher_relists_after_forced_410() {
     }
     assert!(expired_errors >= 1, "the re-watch got an in-stream 410");
     assert!(init_done >= 2, "the watcher re-listed after the 410");
-    assert!(env.server.hooks().count("list", "", "configmaps", "") >= 2);
+    assert!(env.emulator().hooks().count("list", "", "configmaps", "") >= 2);
 }
 
 fn secret(name: &str, value: &str) -> Secret {
@@ -212,7 +217,8 @@ async fn list_and_get_metadata_answer_partial_object_metadata() {
 /// update (a data-only change still moves the resourceVersion) and a delete arrive as Apply and Delete.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metadata_watcher_sees_updates_and_deletes() {
-    let env = Env::start().await;
+    // Counts the metadata-only watch requests through the emulator's hooks.
+    let env = Env::start_emulated().await;
     let api: Api<Secret> = Api::namespaced(env.client().await, "default");
     // kube 4.2 deprecates `metadata_watcher` for `watcher(Api<PartialObjectMeta<K>>)` (next test); both send
     // the same requests, and operators built on older kube-rs still call it.
@@ -225,7 +231,7 @@ async fn metadata_watcher_sees_updates_and_deletes() {
 /// controllers use): the same metadata-only list and watch.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watcher_of_partial_object_meta_sees_updates_and_deletes() {
-    let env = Env::start().await;
+    let env = Env::start_emulated().await;
     let client = env.client().await;
     let api: Api<Secret> = Api::namespaced(client.clone(), "default");
     let meta: Api<PartialObjectMeta<Secret>> = Api::namespaced(client, "default");
@@ -293,7 +299,7 @@ async fn watch_metadata_across_update_and_delete(
     };
     assert_eq!(deleted.name_any(), name);
     assert_eq!(partial_kind(&deleted).0, "PartialObjectMetadata");
-    let hooks = env.server.hooks();
+    let hooks = env.emulator().hooks();
     assert!(hooks.count_form("watch", "", "secrets", ResponseForm::Metadata) >= 1);
     assert_eq!(hooks.count_form("watch", "", "secrets", ResponseForm::Object), 0);
     assert_eq!(hooks.count_form("list", "", "secrets", ResponseForm::Object), 0);

@@ -11,7 +11,15 @@ use crate::support::{Env, gizmo, gizmo_crd, kubectl_path, wait_for};
 const GIZMOS: &str = "/apis/conformance.example.com/v1/namespaces/default/gizmos";
 
 async fn with_crd() -> Env {
-    let env = Env::start().await;
+    install_crd(Env::start().await).await
+}
+
+/// [`with_crd`] on the emulator, for a test that watches its request counters.
+async fn with_crd_emulated() -> Env {
+    install_crd(Env::start_emulated().await).await
+}
+
+async fn install_crd(env: Env) -> Env {
     let out = env
         .kubectl_ok(&["apply", "-f", "-"], Some(&gizmo_crd().to_string()))
         .await;
@@ -141,7 +149,7 @@ async fn describe_shows_events() {
 /// `kubectl wait` (get, list with a fieldSelector, watch) and the API conventions for conditions.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wait_for_condition_ready() {
-    let env = with_crd().await;
+    let env = with_crd_emulated().await;
     env.request("POST", GIZMOS, Some("application/json"), Some(gizmo("g1", 1)))
         .await;
     let kubeconfig = env.kubeconfig.clone();
@@ -157,7 +165,7 @@ async fn wait_for_condition_ready() {
             .expect("kubectl wait runs")
     });
     wait_for("kubectl wait is watching", || async {
-        env.server
+        env.emulator()
             .hooks()
             .count("watch", "conformance.example.com", "gizmos", "")
             >= 1
@@ -223,7 +231,7 @@ async fn patch_status_subresource_and_label() {
 /// kubectl delete waits with a watch until DELETED, and finalizers hold the object.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delete_waits_for_finalizer_removal() {
-    let env = with_crd().await;
+    let env = with_crd_emulated().await;
     let mut body = gizmo("g1", 1);
     body["metadata"]["finalizers"] = json!(["conformance.example.com/hold"]);
     env.request("POST", GIZMOS, Some("application/json"), Some(body)).await;
@@ -243,7 +251,7 @@ async fn delete_waits_for_finalizer_removal() {
         let (_, obj, _) = env.request("GET", &format!("{GIZMOS}/g1"), None, None).await;
         obj["metadata"]["deletionTimestamp"].is_string()
             && env
-                .server
+                .emulator()
                 .hooks()
                 .count("watch", "conformance.example.com", "gizmos", "")
                 >= 1
@@ -268,7 +276,7 @@ async fn delete_waits_for_finalizer_removal() {
 /// `get -w`: Table rows per watch event, column definitions only first.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_watch_prints_rows_incrementally() {
-    let env = with_crd().await;
+    let env = with_crd_emulated().await;
     env.request("POST", GIZMOS, Some("application/json"), Some(gizmo("g1", 1)))
         .await;
     let mut child = tokio::process::Command::new(kubectl_path())
@@ -292,7 +300,7 @@ async fn get_watch_prints_rows_incrementally() {
     assert!(header.starts_with("NAME"), "{header}");
     assert!(next_line().await.starts_with("g1 "));
     wait_for("kubectl is watching", || async {
-        env.server
+        env.emulator()
             .hooks()
             .count("watch", "conformance.example.com", "gizmos", "")
             >= 1

@@ -1,6 +1,11 @@
-//! Shared plumbing for the conformance tests: an in-process emulator per test with its own kubeconfig and
-//! HOME (so kubectl's discovery cache never leaks between tests), runners for kubectl and the Python
-//! client, raw HTTP helpers and condition waits with deadlines.
+//! Shared plumbing for the conformance tests: a control plane per test with its own kubeconfig and HOME (so
+//! kubectl's discovery cache never leaks between tests), runners for kubectl and the Python client, raw HTTP
+//! helpers and condition waits with deadlines.
+//!
+//! The control plane is the in-process emulator, or, with `E2E_CONTROL_PLANE=real` (inside `substrate run`), a
+//! private real kube-apiserver 1.36: the same assertions then hold the emulator to the real thing. Tests that
+//! need the emulator's hooks (minted tokens, counters, compaction, cut watches) start it explicitly with
+//! [`Env::start_emulated`]; tests whose expectation the real apiserver does not share say why where they start.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -13,37 +18,100 @@ use serde_json::{Value, json};
 
 static NEXT: AtomicUsize = AtomicUsize::new(0);
 
-/// One emulator and a private directory for a test.
+/// What a test runs against.
+enum Target {
+    /// The in-process emulator.
+    Emulator(ServerHandle),
+    /// A private real control plane on the run's substrate.
+    Real(substrate::ControlPlane),
+}
+
+/// One control plane and a private directory for a test.
 pub struct Env {
-    pub server: ServerHandle,
+    target: Target,
     pub dir: PathBuf,
     pub kubeconfig: PathBuf,
     pub http: reqwest::Client,
 }
 
+fn test_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "api-conformance-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::SeqCst)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("test dir");
+    dir
+}
+
 impl Env {
-    /// Starts an emulator on an ephemeral port with a fresh HOME/kubeconfig directory.
+    /// The control plane the run asks for: the emulator, or a private real one with `E2E_CONTROL_PLANE=real`.
     pub async fn start() -> Env {
+        if std::env::var("E2E_CONTROL_PLANE").is_ok_and(|v| v == "real") {
+            Self::start_real().await
+        } else {
+            Self::start_with(ServerConfig::default()).await
+        }
+    }
+
+    /// The emulator whatever the run asks for (the test uses its hooks).
+    pub async fn start_emulated() -> Env {
         Self::start_with(ServerConfig::default()).await
     }
 
     /// Starts an emulator with a custom configuration.
     pub async fn start_with(config: ServerConfig) -> Env {
         let server = ApiServer::start(config).await.expect("emulator starts");
-        let dir = std::env::temp_dir().join(format!(
-            "api-conformance-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::SeqCst)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("test dir");
+        let dir = test_dir();
         let kubeconfig = dir.join("kubeconfig");
         server.write_kubeconfig(&kubeconfig).expect("kubeconfig written");
         Env {
             dir,
             kubeconfig,
             http: server.http_client(kube_emulator::ADMIN_TOKEN),
-            server,
+            target: Target::Emulator(server),
+        }
+    }
+
+    /// A private real kube-apiserver and kube-controller-manager on the run's substrate.
+    async fn start_real() -> Env {
+        let substrate = substrate::Substrate::from_env().unwrap_or_else(|e| panic!("E2E_CONTROL_PLANE=real: {e}"));
+        let dir = test_dir();
+        let plane = substrate
+            .private_control_plane(&dir.join("control-plane"))
+            .await
+            .unwrap_or_else(|e| panic!("start a private control plane: {e}"));
+        let kubeconfig = dir.join("kubeconfig");
+        std::fs::copy(plane.admin_kubeconfig(), &kubeconfig).expect("kubeconfig copied");
+        let ca = std::fs::read(plane.ca_cert()).expect("CA certificate");
+        let identity = std::fs::read(plane.admin_identity()).expect("admin identity");
+        let http = reqwest::Client::builder()
+            .add_root_certificate(reqwest::Certificate::from_pem(&ca).expect("CA PEM"))
+            .identity(reqwest::Identity::from_pem(&identity).expect("identity PEM"))
+            .build()
+            .expect("HTTP client");
+        Env {
+            dir,
+            kubeconfig,
+            http,
+            target: Target::Real(plane),
+        }
+    }
+
+    /// The emulator, for its hooks; a test that calls this must start with [`Env::start_emulated`].
+    pub fn emulator(&self) -> &ServerHandle {
+        match &self.target {
+            Target::Emulator(server) => server,
+            Target::Real(_) => panic!("this test uses the emulator's hooks: start it with Env::start_emulated()"),
+        }
+    }
+
+    /// The base URL of the control plane.
+    pub fn base_url(&self) -> String {
+        match &self.target {
+            Target::Emulator(server) => server.url().to_string(),
+            Target::Real(plane) => plane.url().to_string(),
         }
     }
 
@@ -67,7 +135,7 @@ impl Env {
             .bytes()
             .fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)));
         let path = self.dir.join(format!("kubeconfig-{digest:x}"));
-        self.server
+        self.emulator()
             .write_kubeconfig_with_token(&path, token)
             .expect("kubeconfig written");
         path
@@ -120,7 +188,7 @@ impl Env {
 
     /// An absolute URL on the emulator.
     pub fn url(&self, path: &str) -> String {
-        format!("{}{}", self.server.url(), path)
+        format!("{}{}", self.base_url(), path)
     }
 
     /// Sends a request and returns (status, JSON body or Null, headers).
@@ -178,11 +246,17 @@ impl Drop for Env {
     }
 }
 
-/// The kubectl binary (env `KUBECTL` overrides `/usr/bin/kubectl`).
+/// The kubectl binary: env `KUBECTL`, else on the real control plane its own version's, else `/usr/bin/kubectl`.
 pub fn kubectl_path() -> PathBuf {
-    std::env::var_os("KUBECTL")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/usr/bin/kubectl"))
+    if let Some(path) = std::env::var_os("KUBECTL") {
+        return PathBuf::from(path);
+    }
+    if std::env::var("E2E_CONTROL_PLANE").is_ok_and(|v| v == "real") {
+        if let Ok(path) = substrate::Provisioned::locate().kubectl() {
+            return path;
+        }
+    }
+    PathBuf::from("/usr/bin/kubectl")
 }
 
 /// Waits until `check` holds, polling every 50 ms, failing after 20 s.
@@ -265,4 +339,10 @@ pub fn gizmo_crd() -> Value {
 /// A Gizmo body.
 pub fn gizmo(name: &str, size: i64) -> Value {
     json!({"apiVersion": "conformance.example.com/v1", "kind": "Gizmo", "metadata": {"name": name, "namespace": "default"}, "spec": {"size": size}})
+}
+
+/// Objects a real cluster keeps in every namespace that the tests did not make: the `kube-root-ca.crt`
+/// ConfigMap kube-controller-manager publishes (the emulator has no such controller).
+pub fn is_cluster_furniture(name: &str) -> bool {
+    name == "kube-root-ca.crt"
 }

@@ -5,6 +5,7 @@ Each scenario asserts what a real kube-apiserver does and exits non-zero with a 
 """
 
 import sys
+import time
 import threading
 
 from kubernetes import client, config, watch
@@ -159,7 +160,15 @@ def authz(api_client):
         metadata=client.V1ObjectMeta(name="py-bot-reads"),
         role_ref=client.V1RoleRef(api_group="rbac.authorization.k8s.io", kind="Role", name="py-secret-reader"),
         subjects=[client.RbacV1Subject(kind="ServiceAccount", name="py-bot", namespace="default")]))
-    bot_core.list_namespaced_secret("default")
+    # A real apiserver's RBAC authorizer sees a new binding a moment later (its informer); retry until a deadline.
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            bot_core.list_namespaced_secret("default")
+            break
+        except ApiException as e:
+            check(e.status == 403 and time.monotonic() < deadline, "the binding takes effect: %s %s" % (e.status, e.body))
+            time.sleep(0.1)
     review = client.AuthorizationV1Api(bot).create_self_subject_access_review(client.V1SelfSubjectAccessReview(
         spec=client.V1SelfSubjectAccessReviewSpec(resource_attributes=client.V1ResourceAttributes(
             namespace="default", verb="delete", resource="secrets"))))
