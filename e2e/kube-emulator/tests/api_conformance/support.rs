@@ -23,7 +23,7 @@ enum Target {
     /// The in-process emulator.
     Emulator(ServerHandle),
     /// A private real control plane on the run's substrate.
-    Real(substrate::ControlPlane),
+    Real(Box<substrate::ControlPlane>),
 }
 
 /// One control plane and a private directory for a test.
@@ -95,7 +95,7 @@ impl Env {
             dir,
             kubeconfig,
             http,
-            target: Target::Real(plane),
+            target: Target::Real(Box::new(plane)),
         }
     }
 
@@ -251,10 +251,10 @@ pub fn kubectl_path() -> PathBuf {
     if let Some(path) = std::env::var_os("KUBECTL") {
         return PathBuf::from(path);
     }
-    if std::env::var("E2E_CONTROL_PLANE").is_ok_and(|v| v == "real") {
-        if let Ok(path) = substrate::Provisioned::locate().kubectl() {
-            return path;
-        }
+    if std::env::var("E2E_CONTROL_PLANE").is_ok_and(|v| v == "real")
+        && let Ok(path) = substrate::Provisioned::locate().kubectl()
+    {
+        return path;
     }
     PathBuf::from("/usr/bin/kubectl")
 }
