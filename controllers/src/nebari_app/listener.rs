@@ -3,8 +3,8 @@
 //! Applying `{spec: {listeners: [ours]}}` makes the app's manager own exactly its item of the list-map; applying
 //! an empty list withdraws it without touching any other listener (another app's, or Argo CD's). A listener
 //! made by the replaced operator (written with a whole-Gateway update, so owned by another manager) is taken
-//! over by the forced apply and, if withdrawing leaves it behind, removed by a JSON patch that tests its name
-//! first.
+//! over by the forced apply and, if withdrawing leaves it behind (or the Gateway refuses what withdrawing would
+//! leave behind), removed by a JSON patch that tests its name first.
 //!
 //! The replaced operator's listener name (`tls-<app>-<ns>`) is ambiguous when either name contains a `-`, so such
 //! apps now use a hashed name (`naming.rs`); a listener under the old name is retired only when it serves the
@@ -143,15 +143,25 @@ impl<'a> ListenerWriter<'a> {
         }
         let body = gateway_apply_body(gateway, namespace, Vec::new());
         let params = PatchParams::apply(&self.names.listener_field_manager(&self.ctx.field_manager)).force();
-        gateway_api(self.ctx, namespace)
+        match gateway_api(self.ctx, namespace)
             .patch(gateway, &params, &Patch::Apply(&body))
             .await
-            .map_err(kube_error(format!(
-                "withdrawing the listener from Gateway {namespace}/{gateway}"
-            )))?;
-        framework::changes::record(format!(
-            "withdrew listener {listener} from Gateway {namespace}/{gateway}"
-        ));
+        {
+            Ok(_) => framework::changes::record(format!(
+                "withdrew listener {listener} from Gateway {namespace}/{gateway}"
+            )),
+            // Withdrawing our fields from a listener another manager co-owns leaves that manager's part of it,
+            // which Gateway API's own validation refuses (a Terminate listener without certificateRefs, seen on
+            // a real kube-apiserver with the upstream CRD): remove the whole item instead, below.
+            Err(kube::Error::Api(status)) if status.code == 422 => {}
+            Err(error) => {
+                return Err(KubeError::new(
+                    format!("withdrawing the listener from Gateway {namespace}/{gateway}"),
+                    error,
+                )
+                .into());
+            }
+        }
         // A listener another manager also owns (the replaced operator's whole-Gateway update) survives the
         // withdrawal: remove that item explicitly, guarded by a test of its name.
         let Some(after) = self.live_gateway(gateway, namespace).await? else {
