@@ -18,9 +18,10 @@ pub struct Refusal {
     pub message: String,
 }
 
-/// The requests of `user` that the authorizer refused, in the log's order. The message has the shape of the
-/// apiserver's Forbidden message (`<resource> "<name>" is forbidden: User "<user>" cannot <verb> resource …`),
-/// so the substrings tests declare as expected match either source.
+/// The requests of `user` that the authorizer refused, in the log's order. The message is rebuilt in the shape of
+/// the apiserver's Forbidden message (`<resource>.<group> "<name>" is forbidden: User "<user>" cannot <verb>
+/// resource …`; the audit log keeps no response bodies), so the substrings tests declare as expected match either
+/// source.
 pub fn forbidden_for(audit_log: &Path, user: &str) -> Vec<Refusal> {
     let Ok(text) = std::fs::read_to_string(audit_log) else {
         return Vec::new();
@@ -37,9 +38,16 @@ pub fn forbidden_for(audit_log: &Path, user: &str) -> Vec<Refusal> {
             let group = field("/objectRef/apiGroup");
             let namespace = field("/objectRef/namespace");
             let name = field("/objectRef/name");
+            let subresource = field("/objectRef/subresource");
             let verb = field("/verb");
+            // The apiserver's own shape: `<resource>[.<group>] ["<name>"] is forbidden: User … cannot <verb>
+            // resource "<resource>[/<subresource>]" in API group "<group>" (in the namespace "<ns>" | at the
+            // cluster scope)`.
+            let qualified = if group.is_empty() { resource.clone() } else { format!("{resource}.{group}") };
+            let object = if name.is_empty() { qualified } else { format!("{qualified} \"{name}\"") };
+            let full_resource = if subresource.is_empty() { resource.clone() } else { format!("{resource}/{subresource}") };
             let mut message = format!(
-                "{resource} \"{name}\" is forbidden: User \"{user}\" cannot {verb} resource \"{resource}\" in API group \"{group}\""
+                "{object} is forbidden: User \"{user}\" cannot {verb} resource \"{full_resource}\" in API group \"{group}\""
             );
             if namespace.is_empty() {
                 message.push_str(" at the cluster scope");

@@ -4,6 +4,7 @@
 //! The API emulator evaluates ValidatingAdmissionPolicies with CEL as kube-apiserver does.
 
 use e2e::harness::install::rendered;
+use e2e::harness::{Deadline, wait_until};
 use serde_json::{Value, json};
 
 use crate::support::{NAMESPACE, Setup, World, binding, group_name, writer_labels, writer_spec};
@@ -69,6 +70,30 @@ async fn only_the_site_agent_may_write_projects_and_inventories_once_the_policy_
         writer_spec("Agent", rp, vec![binding(&group, "project-owner", &["alice"])]),
         writer_labels(rp),
     );
+    // A real apiserver enforces a new policy, and a new RoleBinding, a moment after they are written (its
+    // informers): an admin checks with a server-side dry run, which stores nothing, until both show.
+    wait_until(
+        "the policy refuses the tenant and RBAC admits the agent",
+        Deadline::secs(30),
+        || {
+            let (mallory, agent, project) = (&mallory, &agent, &project);
+            async move {
+                let dry_run = ["apply", "--dry-run=server", "-f", "-"];
+                let tenant = mallory.run_with_stdin(&dry_run, Some(project)).await;
+                let writer = agent.run_with_stdin(&dry_run, Some(project)).await;
+                if !tenant.success && tenant.stderr.contains(DENIED) && writer.success {
+                    Ok(Some(()))
+                } else {
+                    Err(format!(
+                        "tenant: {} / agent: {}",
+                        tenant.stderr.trim(),
+                        writer.stderr.trim()
+                    ))
+                }
+            }
+        },
+    )
+    .await;
     let refused = mallory
         .run_with_stdin(&["apply", "-f", "-"], Some(&project))
         .await
