@@ -57,18 +57,18 @@ async fn a_namespaced_install_makes_the_sample_ready_and_counts_it_holding_only_
     let options = ManagerOptions::controllers(&controllers, Some(WATCHED), args);
     let _manager = ManagerProcess::start(&cluster, options).await;
     let samples = e2e::harness::install::repository_root().join("manifests/samples");
-    for file in [
-        "waldur_v1alpha1_managedrancherproject.yaml",
-        "waldur_v1alpha1_rancherprojectinventory.yaml",
-    ] {
+    let apply_sample = |file: &'static str| {
         let text = std::fs::read_to_string(samples.join(file)).expect("the sample");
         let text = text.replace(&format!("namespace: {NAMESPACE}"), &format!("namespace: {WATCHED}"));
-        cluster
-            .kubectl()
-            .run_with_stdin(&["apply", "-f", "-"], Some(&text))
-            .await
-            .expect_success(file);
-    }
+        let kubectl = cluster.kubectl().clone();
+        async move {
+            kubectl
+                .run_with_stdin(&["apply", "-f", "-"], Some(&text))
+                .await
+                .expect_success(file);
+        }
+    };
+    apply_sample("waldur_v1alpha1_managedrancherproject.yaml").await;
     let mrps: Api<DynamicObject> = Api::namespaced_with(cluster.client(), WATCHED, &mrp_resource());
     let mrps = &mrps;
     wait_until("the sample Ready", Deadline::secs(30), || async move {
@@ -80,6 +80,8 @@ async fn a_namespaced_install_makes_the_sample_ready_and_counts_it_holding_only_
         }
     })
     .await;
+    // The inventory's first scan comes after the project exists (its next scan is the sample's interval away).
+    apply_sample("waldur_v1alpha1_rancherprojectinventory.yaml").await;
     let inventories: Api<DynamicObject> = Api::namespaced_with(cluster.client(), WATCHED, &rpi_resource());
     let inventories = &inventories;
     wait_until(
