@@ -24,6 +24,26 @@ pub const REAL_CLUSTER_ENV: &str = "E2E_KUBECONFIG";
 /// (a private real control plane on the run's substrate, see [`substrate::Substrate::private_control_plane`]).
 pub const CONTROL_PLANE_ENV: &str = "E2E_CONTROL_PLANE";
 
+/// What a [`TestCluster`] runs against.
+enum Target {
+    /// An API emulator of the test's own.
+    Emulator(ServerHandle),
+    /// An outside cluster (`E2E_KUBECONFIG`).
+    Outside,
+    /// The run's shared real control plane.
+    Shared(Substrate),
+    /// A real control plane of the test's own, described as a substrate of its own.
+    Private(Substrate, substrate::ControlPlane),
+}
+
+/// A scratch directory for one test (removed when its cluster is dropped).
+fn scratch_dir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("e2e-")
+        .tempdir()
+        .expect("create a scratch directory")
+}
+
 /// How many requests of one kind a control plane served.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RequestCount {
@@ -131,41 +151,18 @@ impl TestCluster {
     /// Starts the control plane [`CONTROL_PLANE_ENV`] asks for (a fresh emulator unless it says `real`), or
     /// connects to the cluster in `E2E_KUBECONFIG` when set.
     pub async fn start() -> Self {
-        let dir = tempfile::Builder::new()
-            .prefix("e2e-")
-            .tempdir()
-            .expect("create a scratch directory");
-        if std::env::var_os(REAL_CLUSTER_ENV).is_none() && std::env::var(CONTROL_PLANE_ENV).is_ok_and(|v| v == "real") {
-            return Self::private_real(dir).await;
-        }
-        let Some(path) = std::env::var_os(REAL_CLUSTER_ENV) else {
-            return Self::emulated(dir).await;
-        };
-        let kubeconfig = PathBuf::from(path);
-        let client = client_for(&kubeconfig).await;
-        let home = dir.path().join("home");
-        std::fs::create_dir_all(&home).expect("create kubectl home");
-        let kubectl = Kubectl::new(&kubeconfig, &home);
-        Self {
-            dir,
-            kubeconfig,
-            emulator: None,
-            substrate: None,
-            labels: Default::default(),
-            private: None,
-            client,
-            kubectl,
+        let dir = scratch_dir();
+        match std::env::var_os(REAL_CLUSTER_ENV) {
+            Some(path) => Self::assemble(dir, PathBuf::from(path), Target::Outside).await,
+            None if std::env::var(CONTROL_PLANE_ENV).is_ok_and(|v| v == "real") => Self::private_real(dir).await,
+            None => Self::emulated(dir).await,
         }
     }
 
     /// A fresh API emulator whatever the run asks for: for a test that injects faults or reads request details
     /// through the emulator's hooks (the real control plane has no such hooks; say which in the test).
     pub async fn start_emulated() -> Self {
-        let dir = tempfile::Builder::new()
-            .prefix("e2e-")
-            .tempdir()
-            .expect("create a scratch directory");
-        Self::emulated(dir).await
+        Self::emulated(scratch_dir()).await
     }
 
     async fn emulated(dir: tempfile::TempDir) -> Self {
@@ -174,20 +171,7 @@ impl TestCluster {
             .expect("start the API emulator");
         let kubeconfig = dir.path().join("kubeconfig");
         server.write_kubeconfig(&kubeconfig).expect("write kubeconfig");
-        let client = client_for(&kubeconfig).await;
-        let home = dir.path().join("home");
-        std::fs::create_dir_all(&home).expect("create kubectl home");
-        let kubectl = Kubectl::new(&kubeconfig, &home);
-        Self {
-            dir,
-            kubeconfig,
-            emulator: Some(server),
-            substrate: None,
-            labels: Default::default(),
-            private: None,
-            client,
-            kubectl,
-        }
+        Self::assemble(dir, kubeconfig, Target::Emulator(server)).await
     }
 
     /// A real control plane of the test's own on the run's substrate: nothing another test does is visible in
@@ -208,20 +192,7 @@ impl TestCluster {
             ..shared
         };
         let kubeconfig = substrate.admin_kubeconfig.clone();
-        let client = client_for(&kubeconfig).await;
-        let home = dir.path().join("home");
-        std::fs::create_dir_all(&home).expect("create kubectl home");
-        let kubectl = Kubectl::new(&kubeconfig, &home).with_program(&substrate.kubectl);
-        Self {
-            dir,
-            kubeconfig,
-            emulator: None,
-            substrate: Some(substrate),
-            labels: Default::default(),
-            private: Some(std::sync::Mutex::new(plane)),
-            client,
-            kubectl,
-        }
+        Self::assemble(dir, kubeconfig, Target::Private(substrate, plane)).await
     }
 
     /// Attaches to the real control plane the test run started (`substrate run`), as its administrator, with
@@ -229,22 +200,34 @@ impl TestCluster {
     /// cluster is shared by the whole run: isolate by namespace and unique names.
     pub async fn on_substrate() -> Self {
         let substrate = Substrate::from_env().unwrap_or_else(|e| panic!("{e}"));
-        let dir = tempfile::Builder::new()
-            .prefix("e2e-")
-            .tempdir()
-            .expect("create a scratch directory");
         let kubeconfig = substrate.admin_kubeconfig.clone();
+        Self::assemble(scratch_dir(), kubeconfig, Target::Shared(substrate)).await
+    }
+
+    /// The cluster for `kubeconfig`: its client, and kubectl (the substrate's own version on a real control
+    /// plane) with a HOME of its own in `dir`.
+    async fn assemble(dir: tempfile::TempDir, kubeconfig: PathBuf, target: Target) -> Self {
         let client = client_for(&kubeconfig).await;
         let home = dir.path().join("home");
         std::fs::create_dir_all(&home).expect("create kubectl home");
-        let kubectl = Kubectl::new(&kubeconfig, &home).with_program(&substrate.kubectl);
+        let kubectl = Kubectl::new(&kubeconfig, &home);
+        let (emulator, substrate, private) = match target {
+            Target::Emulator(server) => (Some(server), None, None),
+            Target::Outside => (None, None, None),
+            Target::Shared(substrate) => (None, Some(substrate), None),
+            Target::Private(substrate, plane) => (None, Some(substrate), Some(std::sync::Mutex::new(plane))),
+        };
+        let kubectl = match &substrate {
+            Some(substrate) => kubectl.with_program(&substrate.kubectl),
+            None => kubectl,
+        };
         Self {
+            private,
             dir,
             kubeconfig,
-            emulator: None,
-            substrate: Some(substrate),
+            emulator,
+            substrate,
             labels: Default::default(),
-            private: None,
             client,
             kubectl,
         }

@@ -303,27 +303,15 @@ fn start_etcd(binaries: &Provisioned, dir: &Path) -> Result<(Supervised, String)
 
 /// Waits until `/readyz` answers `ok`.
 async fn wait_ready(apiserver: &mut Supervised, client: &kube::Client, limit: Duration) -> Result<(), SubstrateError> {
-    let deadline = Instant::now() + limit;
-    loop {
-        apiserver.check_running()?;
-        let last = match hyper::Request::get("/readyz").body(Vec::new()) {
-            Ok(request) => match client.request_text(request).await {
-                Ok(text) if text.trim() == "ok" => return Ok(()),
-                Ok(text) => text,
-                Err(error) => error.to_string(),
-            },
-            Err(error) => error.to_string(),
-        };
-        if Instant::now() > deadline {
-            return Err(SubstrateError::NotReady {
-                component: "kube-apiserver".into(),
-                seconds: limit.as_secs(),
-                last,
-                log: apiserver.log().to_path_buf(),
-            });
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+    wait_for_answer(
+        "kube-apiserver",
+        apiserver,
+        client,
+        "/readyz",
+        |text| text.trim() == "ok",
+        limit,
+    )
+    .await
 }
 
 /// Waits until the ServiceAccount controller has made `default/default` (the controller manager is working).
@@ -332,23 +320,44 @@ async fn wait_default_service_account(
     client: &kube::Client,
     limit: Duration,
 ) -> Result<(), SubstrateError> {
+    let path = "/api/v1/namespaces/default/serviceaccounts/default";
+    wait_for_answer(
+        "kube-controller-manager",
+        controller_manager,
+        client,
+        path,
+        |_| true,
+        limit,
+    )
+    .await
+}
+
+/// Polls `GET path` until it succeeds with a body `accept` takes, failing when `process` exits or `limit` passes.
+async fn wait_for_answer(
+    component: &str,
+    process: &mut Supervised,
+    client: &kube::Client,
+    path: &str,
+    accept: impl Fn(&str) -> bool,
+    limit: Duration,
+) -> Result<(), SubstrateError> {
     let deadline = Instant::now() + limit;
     loop {
-        controller_manager.check_running()?;
-        let request = hyper::Request::get("/api/v1/namespaces/default/serviceaccounts/default").body(Vec::new());
-        let last = match request {
+        process.check_running()?;
+        let last = match hyper::Request::get(path).body(Vec::new()) {
             Ok(request) => match client.request_text(request).await {
-                Ok(_) => return Ok(()),
+                Ok(text) if accept(&text) => return Ok(()),
+                Ok(text) => text,
                 Err(error) => error.to_string(),
             },
             Err(error) => error.to_string(),
         };
         if Instant::now() > deadline {
             return Err(SubstrateError::NotReady {
-                component: "kube-controller-manager".into(),
+                component: component.to_string(),
                 seconds: limit.as_secs(),
                 last,
-                log: controller_manager.log().to_path_buf(),
+                log: process.log().to_path_buf(),
             });
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
