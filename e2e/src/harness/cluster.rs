@@ -33,7 +33,7 @@ enum Target {
     /// The run's shared real control plane.
     Shared(Substrate),
     /// A real control plane of the test's own, described as a substrate of its own.
-    Private(Substrate, substrate::ControlPlane),
+    Private(Substrate, Box<substrate::ControlPlane>),
 }
 
 /// A scratch directory for one test (removed when its cluster is dropped).
@@ -192,7 +192,7 @@ impl TestCluster {
             ..shared
         };
         let kubeconfig = substrate.admin_kubeconfig.clone();
-        Self::assemble(dir, kubeconfig, Target::Private(substrate, plane)).await
+        Self::assemble(dir, kubeconfig, Target::Private(substrate, Box::new(plane))).await
     }
 
     /// Attaches to the real control plane the test run started (`substrate run`), as its administrator, with
@@ -215,7 +215,7 @@ impl TestCluster {
             Target::Emulator(server) => (Some(server), None, None),
             Target::Outside => (None, None, None),
             Target::Shared(substrate) => (None, Some(substrate), None),
-            Target::Private(substrate, plane) => (None, Some(substrate), Some(std::sync::Mutex::new(plane))),
+            Target::Private(substrate, plane) => (None, Some(substrate), Some(std::sync::Mutex::new(*plane))),
         };
         let kubectl = match &substrate {
             Some(substrate) => kubectl.with_program(&substrate.kubectl),
