@@ -79,7 +79,7 @@ fn attributes(row: &DecisionRow) -> Attributes {
         resource: resource.to_string(),
         subresource: subresource.to_string(),
         namespace: row.namespace.clone(),
-        name: String::new(),
+        name: row.name.clone(),
     })
 }
 

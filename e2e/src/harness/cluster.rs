@@ -368,6 +368,7 @@ impl TestCluster {
                     resource: d.resource,
                     namespace: d.namespace,
                     path: d.path,
+                    name: d.name,
                     allowed: d.allowed,
                     binding: d.reason,
                     rule: String::new(),

@@ -122,13 +122,20 @@ pub struct Decision {
     pub namespace: String,
     /// The path of a non-resource request.
     pub path: String,
+    /// The object's name (empty for collections and creates by POST).
+    pub name: String,
     /// Whether the authorizer allowed it.
     pub allowed: bool,
     /// The authorizer's reason (`RBAC: allowed by ClusterRoleBinding "…" of ClusterRole "…" to …`).
     pub reason: String,
 }
 
-/// Every authorization decision the audit log records (one per request that reached the authorizer).
+/// Every authorization decision the audit log records (one per request that reached the authorizer), as the user
+/// the request acted as (the impersonated user, when an administrator impersonated one).
+///
+/// The log records the authorizer's answer for the request's own verb only. One further check follows from it for
+/// sure and is added: an apply (`patch`) answered `201 Created` was also authorized to `create`. Checks made inside
+/// admission (OwnerReferencesPermissionEnforcement's `update <owner>/finalizers`) leave no trace here.
 pub fn decisions(audit_log: &Path) -> Vec<Decision> {
     let Ok(text) = std::fs::read_to_string(audit_log) else {
         return Vec::new();
@@ -149,8 +156,12 @@ pub fn decisions(audit_log: &Path) -> Vec<Decision> {
             } else {
                 String::new()
             };
-            Some(Decision {
-                user: field("/user/username"),
+            let user = match field("/impersonatedUser/username") {
+                impersonated if !impersonated.is_empty() => impersonated,
+                _ => field("/user/username"),
+            };
+            let decision = Decision {
+                user,
                 verb: field("/verb"),
                 group: field("/objectRef/apiGroup"),
                 resource: if subresource.is_empty() {
@@ -160,10 +171,18 @@ pub fn decisions(audit_log: &Path) -> Vec<Decision> {
                 },
                 namespace: field("/objectRef/namespace"),
                 path,
+                name: field("/objectRef/name"),
                 allowed: decision == "allow",
                 reason: field("/annotations/authorization.k8s.io~1reason"),
-            })
+            };
+            let created = event.pointer("/responseStatus/code").and_then(Value::as_u64) == Some(201);
+            let also = (decision.verb == "patch" && created).then(|| Decision {
+                verb: "create".into(),
+                ..decision.clone()
+            });
+            Some(std::iter::once(decision).chain(also))
         })
+        .flatten()
         .collect()
 }
 

@@ -37,6 +37,10 @@ pub struct DecisionRow {
     /// The path of a non-resource request.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub path: String,
+    /// The object's name, where the log knows it (a real apiserver's audit log does; the emulator's rows name the
+    /// rule instead), so rules limited to object names can be matched.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
     /// Whether it was allowed.
     pub allowed: bool,
     /// The binding that allowed it (`ClusterRoleBinding/x`, `RoleBinding/ns/x`, `group/system:masters`).
@@ -240,6 +244,7 @@ impl DecisionLog {
         counted
             .into_iter()
             .map(|(key, count)| DecisionRow {
+                name: String::new(),
                 user: key.user,
                 verb: key.verb,
                 group: key.group,
