@@ -269,19 +269,9 @@ impl TestCluster {
     /// emulator's counters, or the real apiserver's audit log); compare two readings to assert that a step wrote
     /// nothing.
     pub fn write_requests(&self) -> u64 {
-        if let Some(substrate) = &self.substrate {
-            return substrate::audit::writes(&substrate.audit_log);
-        }
-        self.emulator()
-            .hooks()
-            .counters()
+        self.request_counts()
             .iter()
-            .filter(|row| {
-                matches!(
-                    row.key.verb.as_str(),
-                    "create" | "update" | "patch" | "delete" | "deletecollection"
-                )
-            })
+            .filter(|row| row.is_write())
             .map(|row| row.count)
             .sum()
     }
@@ -319,10 +309,11 @@ impl TestCluster {
     /// How many requests of `verb` on `group`/`resource` (and `subresource`, `""` for none) the control plane
     /// has served so far, from the emulator's counters or the real apiserver's audit log.
     pub fn count_requests(&self, verb: &str, group: &str, resource: &str, subresource: &str) -> u64 {
-        match &self.substrate {
-            Some(substrate) => substrate::audit::count(&substrate.audit_log, verb, group, resource, subresource),
-            None => self.emulator().hooks().count(verb, group, resource, subresource),
-        }
+        self.request_counts()
+            .iter()
+            .filter(|r| r.verb == verb && r.group == group && r.resource == resource && r.subresource == subresource)
+            .map(|r| r.count)
+            .sum()
     }
 
     /// Notes what the test installed (an overlay's RBAC) in the decision log `rbac-coverage` reads.

@@ -1,9 +1,10 @@
-//! Reading the real apiserver's audit log: who was refused what (the real counterpart of the emulator's decision
-//! log), for the harness's "no unexpected Forbidden" check.
+//! Reading the real apiserver's audit log: who was refused what, how many requests of each kind were served, and
+//! every authorization decision (the real counterparts of the emulator's decision log and request counters).
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde_json::Value;
+use serde::Deserialize;
 
 /// One request the authorizer refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -16,95 +17,6 @@ pub struct Refusal {
     pub path: String,
     /// A message in the shape of the apiserver's Forbidden message.
     pub message: String,
-}
-
-/// The requests of `user` that the authorizer refused, in the log's order. The message is rebuilt in the shape of
-/// the apiserver's Forbidden message (`<resource>.<group> "<name>" is forbidden: User "<user>" cannot <verb>
-/// resource …`; the audit log keeps no response bodies), so the substrings tests declare as expected match either
-/// source.
-pub fn forbidden_for(audit_log: &Path, user: &str) -> Vec<Refusal> {
-    let Ok(text) = std::fs::read_to_string(audit_log) else {
-        return Vec::new();
-    };
-    text.lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|event| event.pointer("/user/username").and_then(Value::as_str) == Some(user))
-        .filter(|event| {
-            event.pointer("/annotations/authorization.k8s.io~1decision").and_then(Value::as_str) == Some("forbid")
-        })
-        .map(|event| {
-            let field = |pointer: &str| event.pointer(pointer).and_then(Value::as_str).unwrap_or("").to_string();
-            let resource = field("/objectRef/resource");
-            let group = field("/objectRef/apiGroup");
-            let namespace = field("/objectRef/namespace");
-            let name = field("/objectRef/name");
-            let subresource = field("/objectRef/subresource");
-            let verb = field("/verb");
-            // The apiserver's own shape: `<resource>[.<group>] ["<name>"] is forbidden: User … cannot <verb>
-            // resource "<resource>[/<subresource>]" in API group "<group>" (in the namespace "<ns>" | at the
-            // cluster scope)`.
-            let qualified = if group.is_empty() { resource.clone() } else { format!("{resource}.{group}") };
-            let object = if name.is_empty() { qualified } else { format!("{qualified} \"{name}\"") };
-            let full_resource = if subresource.is_empty() { resource.clone() } else { format!("{resource}/{subresource}") };
-            let mut message = format!(
-                "{object} is forbidden: User \"{user}\" cannot {verb} resource \"{full_resource}\" in API group \"{group}\""
-            );
-            if namespace.is_empty() {
-                message.push_str(" at the cluster scope");
-            } else {
-                message.push_str(&format!(" in the namespace \"{namespace}\""));
-            }
-            Refusal {
-                user: user.to_string(),
-                verb,
-                path: field("/requestURI"),
-                message,
-            }
-        })
-        .collect()
-}
-
-/// The completed requests in the audit log (every user but the control plane's own, which the audit policy
-/// leaves out), as `(verb, group, resource, subresource)`.
-fn completed(audit_log: &Path) -> Vec<(String, String, String, String)> {
-    let Ok(text) = std::fs::read_to_string(audit_log) else {
-        return Vec::new();
-    };
-    text.lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|event| event.get("stage").and_then(Value::as_str) == Some("ResponseComplete"))
-        .map(|event| {
-            let field = |pointer: &str| event.pointer(pointer).and_then(Value::as_str).unwrap_or("").to_string();
-            (
-                field("/verb"),
-                field("/objectRef/apiGroup"),
-                field("/objectRef/resource"),
-                field("/objectRef/subresource"),
-            )
-        })
-        .collect()
-}
-
-/// How many requests with this verb on this group, resource and subresource (`""` for none) completed so far:
-/// the real counterpart of the emulator's request counters.
-pub fn count(audit_log: &Path, verb: &str, group: &str, resource: &str, subresource: &str) -> u64 {
-    completed(audit_log)
-        .iter()
-        .filter(|(v, g, r, s)| v == verb && g == group && r == resource && s == subresource)
-        .count() as u64
-}
-
-/// How many write requests (create, update, patch, delete, deletecollection) completed so far.
-pub fn writes(audit_log: &Path) -> u64 {
-    completed(audit_log)
-        .iter()
-        .filter(|(verb, ..)| {
-            matches!(
-                verb.as_str(),
-                "create" | "update" | "patch" | "delete" | "deletecollection"
-            )
-        })
-        .count() as u64
 }
 
 /// One authorization decision the audit log records.
@@ -130,53 +42,178 @@ pub struct Decision {
     pub reason: String,
 }
 
+/// `(verb, group, resource, subresource)`: what the request counters count by.
+pub type RequestKey = (String, String, String, String);
+
+/// The part of an audit event (`audit.k8s.io/v1` Event, JSON lines) read here.
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct Event {
+    stage: String,
+    verb: String,
+    request_uri: String,
+    user: UserInfo,
+    impersonated_user: Option<UserInfo>,
+    object_ref: Option<ObjectRef>,
+    response_status: ResponseStatus,
+    annotations: BTreeMap<String, String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct UserInfo {
+    username: String,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct ObjectRef {
+    resource: String,
+    subresource: String,
+    namespace: String,
+    name: String,
+    api_group: String,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct ResponseStatus {
+    code: u16,
+}
+
+impl Event {
+    /// The user the request acted as (the impersonated one, when an administrator impersonated a user).
+    fn acting_user(&self) -> &str {
+        self.impersonated_user
+            .as_ref()
+            .map_or(&self.user.username, |u| &u.username)
+    }
+
+    fn object(&self) -> &ObjectRef {
+        static NONE: ObjectRef = ObjectRef {
+            resource: String::new(),
+            subresource: String::new(),
+            namespace: String::new(),
+            name: String::new(),
+            api_group: String::new(),
+        };
+        self.object_ref.as_ref().unwrap_or(&NONE)
+    }
+
+    fn decision(&self) -> Option<&str> {
+        self.annotations
+            .get("authorization.k8s.io/decision")
+            .map(String::as_str)
+    }
+}
+
+/// The completed requests of the log (every user but the control plane's own, which the audit policy leaves out).
+fn completed(audit_log: &Path) -> Vec<Event> {
+    let Ok(text) = std::fs::read_to_string(audit_log) else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter_map(|line| serde_json::from_str::<Event>(line).ok())
+        .filter(|event| event.stage == "ResponseComplete")
+        .collect()
+}
+
+/// The requests of `user` that the authorizer refused, in the log's order. The message is rebuilt in the shape of
+/// the apiserver's Forbidden message (`<resource>.<group> "<name>" is forbidden: User "<user>" cannot <verb>
+/// resource …`; the audit log keeps no response bodies), so the substrings tests declare as expected match either
+/// source.
+pub fn forbidden_for(audit_log: &Path, user: &str) -> Vec<Refusal> {
+    completed(audit_log)
+        .iter()
+        .filter(|event| event.acting_user() == user && event.decision() == Some("forbid"))
+        .map(|event| {
+            let o = event.object();
+            let qualified = if o.api_group.is_empty() {
+                o.resource.clone()
+            } else {
+                format!("{}.{}", o.resource, o.api_group)
+            };
+            let object = if o.name.is_empty() {
+                qualified
+            } else {
+                format!("{qualified} \"{}\"", o.name)
+            };
+            let full_resource = if o.subresource.is_empty() {
+                o.resource.clone()
+            } else {
+                format!("{}/{}", o.resource, o.subresource)
+            };
+            let scope = if o.namespace.is_empty() {
+                "at the cluster scope".to_string()
+            } else {
+                format!("in the namespace \"{}\"", o.namespace)
+            };
+            Refusal {
+                user: user.to_string(),
+                verb: event.verb.clone(),
+                path: event.request_uri.clone(),
+                message: format!(
+                    "{object} is forbidden: User \"{user}\" cannot {} resource \"{full_resource}\" in API group \"{}\" \
+                     {scope}",
+                    event.verb, o.api_group
+                ),
+            }
+        })
+        .collect()
+}
+
+/// Completed requests so far, counted per `(verb, group, resource, subresource)`.
+pub fn counts(audit_log: &Path) -> Vec<(RequestKey, u64)> {
+    let mut counted: BTreeMap<RequestKey, u64> = BTreeMap::new();
+    for event in completed(audit_log) {
+        let o = event.object();
+        let key = (
+            event.verb.clone(),
+            o.api_group.clone(),
+            o.resource.clone(),
+            o.subresource.clone(),
+        );
+        *counted.entry(key).or_default() += 1;
+    }
+    counted.into_iter().collect()
+}
+
 /// Every authorization decision the audit log records (one per request that reached the authorizer), as the user
-/// the request acted as (the impersonated user, when an administrator impersonated one).
+/// the request acted as.
 ///
 /// The log records the authorizer's answer for the request's own verb only. One further check follows from it for
 /// sure and is added: an apply (`patch`) answered `201 Created` was also authorized to `create`. Checks made inside
 /// admission (OwnerReferencesPermissionEnforcement's `update <owner>/finalizers`) leave no trace here.
 pub fn decisions(audit_log: &Path) -> Vec<Decision> {
-    let Ok(text) = std::fs::read_to_string(audit_log) else {
-        return Vec::new();
-    };
-    text.lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|event| event.get("stage").and_then(Value::as_str) == Some("ResponseComplete"))
+    completed(audit_log)
+        .iter()
         .filter_map(|event| {
-            let field = |pointer: &str| event.pointer(pointer).and_then(Value::as_str).unwrap_or("").to_string();
-            let decision = field("/annotations/authorization.k8s.io~1decision");
-            if decision.is_empty() {
-                return None;
-            }
-            let resource = field("/objectRef/resource");
-            let subresource = field("/objectRef/subresource");
-            let path = if event.get("objectRef").is_none() {
-                field("/requestURI")
-            } else {
-                String::new()
-            };
-            let user = match field("/impersonatedUser/username") {
-                impersonated if !impersonated.is_empty() => impersonated,
-                _ => field("/user/username"),
-            };
+            let verdict = event.decision()?;
+            let o = event.object();
             let decision = Decision {
-                user,
-                verb: field("/verb"),
-                group: field("/objectRef/apiGroup"),
-                resource: if subresource.is_empty() {
-                    resource
+                user: event.acting_user().to_string(),
+                verb: event.verb.clone(),
+                group: o.api_group.clone(),
+                resource: if o.subresource.is_empty() {
+                    o.resource.clone()
                 } else {
-                    format!("{resource}/{subresource}")
+                    format!("{}/{}", o.resource, o.subresource)
                 },
-                namespace: field("/objectRef/namespace"),
-                path,
-                name: field("/objectRef/name"),
-                allowed: decision == "allow",
-                reason: field("/annotations/authorization.k8s.io~1reason"),
+                namespace: o.namespace.clone(),
+                path: if event.object_ref.is_none() {
+                    event.request_uri.clone()
+                } else {
+                    String::new()
+                },
+                name: o.name.clone(),
+                allowed: verdict == "allow",
+                reason: event
+                    .annotations
+                    .get("authorization.k8s.io/reason")
+                    .cloned()
+                    .unwrap_or_default(),
             };
-            let created = event.pointer("/responseStatus/code").and_then(Value::as_u64) == Some(201);
-            let also = (decision.verb == "patch" && created).then(|| Decision {
+            let also = (decision.verb == "patch" && event.response_status.code == 201).then(|| Decision {
                 verb: "create".into(),
                 ..decision.clone()
             });
@@ -186,11 +223,43 @@ pub fn decisions(audit_log: &Path) -> Vec<Decision> {
         .collect()
 }
 
-/// Completed requests so far, counted per `(verb, group, resource, subresource)`.
-pub fn counts(audit_log: &Path) -> Vec<((String, String, String, String), u64)> {
-    let mut counted: std::collections::BTreeMap<(String, String, String, String), u64> = Default::default();
-    for key in completed(audit_log) {
-        *counted.entry(key).or_default() += 1;
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_give_refusals_counts_and_decisions_as_the_user_acted() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = dir.path().join("audit.log");
+        let events = [
+            r#"{"stage":"ResponseComplete","verb":"get","requestURI":"/apis/g.io/v1/namespaces/a/things/x","user":{"username":"admin"},"impersonatedUser":{"username":"bob"},"objectRef":{"resource":"things","namespace":"a","name":"x","apiGroup":"g.io"},"responseStatus":{"code":403},"annotations":{"authorization.k8s.io/decision":"forbid"}}"#,
+            r#"{"stage":"ResponseComplete","verb":"patch","requestURI":"/api/v1/namespaces/a/secrets/s","user":{"username":"bob"},"objectRef":{"resource":"secrets","namespace":"a","name":"s"},"responseStatus":{"code":201},"annotations":{"authorization.k8s.io/decision":"allow","authorization.k8s.io/reason":"RBAC: allowed"}}"#,
+            r#"{"stage":"ResponseStarted","verb":"watch","user":{"username":"bob"},"objectRef":{"resource":"secrets"}}"#,
+        ];
+        std::fs::write(&log, events.join("\n")).expect("write");
+        let refused = forbidden_for(&log, "bob");
+        assert_eq!(refused.len(), 1);
+        assert_eq!(
+            refused[0].message,
+            "things.g.io \"x\" is forbidden: User \"bob\" cannot get resource \"things\" in API group \"g.io\" in the \
+             namespace \"a\""
+        );
+        assert_eq!(
+            counts(&log),
+            vec![
+                (("get".into(), "g.io".into(), "things".into(), String::new()), 1),
+                (("patch".into(), String::new(), "secrets".into(), String::new()), 1),
+            ]
+        );
+        let verbs: Vec<String> = decisions(&log)
+            .into_iter()
+            .filter(|d| d.allowed)
+            .map(|d| d.verb)
+            .collect();
+        assert_eq!(
+            verbs,
+            ["patch", "create"],
+            "an apply that created was also authorized to create"
+        );
     }
-    counted.into_iter().collect()
 }
