@@ -159,19 +159,13 @@ impl ControlPlane {
             &pki_dir.join("admin.pem"),
             &format!("{}{}", admin.cert_pem, admin.key_pem),
         )?;
-        write(
-            &admin_kubeconfig,
-            &pki::kubeconfig(&url, &ca.cert_pem(), &admin.cert_pem, &admin.key_pem),
-        )?;
+        write(&admin_kubeconfig, &pki::kubeconfig(&url, &ca.cert_pem(), &admin, None))?;
         let client = client_for(&admin_kubeconfig).await?;
         wait_ready(&mut apiserver, &client, Duration::from_secs(120)).await?;
 
         let kcm_cert = ca.issue_client_cert("system:kube-controller-manager", &["system:masters"])?;
         let kcm_kubeconfig = dir.join("kube-controller-manager.kubeconfig");
-        write(
-            &kcm_kubeconfig,
-            &pki::kubeconfig(&url, &ca.cert_pem(), &kcm_cert.cert_pem, &kcm_cert.key_pem),
-        )?;
+        write(&kcm_kubeconfig, &pki::kubeconfig(&url, &ca.cert_pem(), &kcm_cert, None))?;
         let controller_manager_args = vec![
             format!("--kubeconfig={}", kcm_kubeconfig.display()),
             format!("--controllers={}", CONTROLLERS.join(",")),
@@ -303,15 +297,7 @@ fn start_etcd(binaries: &Provisioned, dir: &Path) -> Result<(Supervised, String)
 
 /// Waits until `/readyz` answers `ok`.
 async fn wait_ready(apiserver: &mut Supervised, client: &kube::Client, limit: Duration) -> Result<(), SubstrateError> {
-    wait_for_answer(
-        "kube-apiserver",
-        apiserver,
-        client,
-        "/readyz",
-        |text| text.trim() == "ok",
-        limit,
-    )
-    .await
+    wait_for_answer(apiserver, client, "/readyz", |text| text.trim() == "ok", limit).await
 }
 
 /// Waits until the ServiceAccount controller has made `default/default` (the controller manager is working).
@@ -321,47 +307,28 @@ async fn wait_default_service_account(
     limit: Duration,
 ) -> Result<(), SubstrateError> {
     let path = "/api/v1/namespaces/default/serviceaccounts/default";
-    wait_for_answer(
-        "kube-controller-manager",
-        controller_manager,
-        client,
-        path,
-        |_| true,
-        limit,
-    )
-    .await
+    wait_for_answer(controller_manager, client, path, |_| true, limit).await
 }
 
 /// Polls `GET path` until it succeeds with a body `accept` takes, failing when `process` exits or `limit` passes.
 async fn wait_for_answer(
-    component: &str,
     process: &mut Supervised,
     client: &kube::Client,
     path: &str,
     accept: impl Fn(&str) -> bool,
     limit: Duration,
 ) -> Result<(), SubstrateError> {
-    let deadline = Instant::now() + limit;
-    loop {
-        process.check_running()?;
-        let last = match hyper::Request::get(path).body(Vec::new()) {
-            Ok(request) => match client.request_text(request).await {
-                Ok(text) if accept(&text) => return Ok(()),
-                Ok(text) => text,
-                Err(error) => error.to_string(),
-            },
-            Err(error) => error.to_string(),
-        };
-        if Instant::now() > deadline {
-            return Err(SubstrateError::NotReady {
-                component: component.to_string(),
-                seconds: limit.as_secs(),
-                last,
-                log: process.log().to_path_buf(),
-            });
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+    let accept = &accept;
+    process
+        .wait_ready(limit, Duration::from_millis(250), || async move {
+            let request = hyper::Request::get(path).body(Vec::new()).map_err(|e| e.to_string())?;
+            match client.request_text(request).await {
+                Ok(text) if accept(&text) => Ok(()),
+                Ok(text) => Err(text),
+                Err(error) => Err(error.to_string()),
+            }
+        })
+        .await
 }
 
 /// A kube client for a kubeconfig file.

@@ -68,7 +68,7 @@ impl RealKeycloak {
             .arg(format!("--http-management-port={management_port}"))
             .arg("--cache=local");
         let log = dir.join(format!("keycloak-{}.log", flavour.copy()));
-        let mut process = Supervised::spawn("keycloak", command, &log)?;
+        let mut process = Supervised::spawn(&format!("Keycloak ({})", flavour.copy()), command, &log)?;
 
         let health = format!("http://127.0.0.1:{management_port}/health/ready");
         let http = reqwest::Client::builder()
@@ -78,25 +78,20 @@ impl RealKeycloak {
                 what: "build an HTTP client".into(),
                 source: std::io::Error::other(e),
             })?;
+        // A cold JVM on 2 cores takes its time.
         let limit = Duration::from_secs(240);
-        let deadline = Instant::now() + limit;
-        loop {
-            process.check_running()?;
-            let last = match http.get(&health).send().await {
-                Ok(response) if response.status().is_success() => break,
-                Ok(response) => format!("{} from {health}", response.status()),
-                Err(error) => error.to_string(),
-            };
-            if Instant::now() > deadline {
-                return Err(SubstrateError::NotReady {
-                    component: format!("Keycloak ({})", flavour.copy()),
-                    seconds: limit.as_secs(),
-                    last,
-                    log,
-                });
-            }
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
+        process
+            .wait_ready(limit, Duration::from_millis(500), || {
+                let (http, health) = (&http, &health);
+                async move {
+                    match http.get(health).send().await {
+                        Ok(response) if response.status().is_success() => Ok(()),
+                        Ok(response) => Err(format!("{} from {health}", response.status())),
+                        Err(error) => Err(error.to_string()),
+                    }
+                }
+            })
+            .await?;
         Ok(RealKeycloak {
             process,
             endpoint: KeycloakEndpoint {

@@ -179,21 +179,10 @@ impl Substrate {
         let ca = self.ca()?;
         let text = if groups.len() <= 1 {
             let client = ca.issue_client_cert(user, groups)?;
-            pki::kubeconfig(&self.apiserver_url, &ca.cert_pem(), &client.cert_pem, &client.key_pem)
+            pki::kubeconfig(&self.apiserver_url, &ca.cert_pem(), &client, None)
         } else {
             let admin = ca.issue_client_cert("e2e-impersonator", &["system:masters"])?;
-            let mut text = pki::kubeconfig(&self.apiserver_url, &ca.cert_pem(), &admin.cert_pem, &admin.key_pem);
-            let quoted = |s: &str| serde_json::Value::String(s.to_string()).to_string();
-            let groups: Vec<String> = groups.iter().map(|g| quoted(g)).collect();
-            text = text.replace(
-                "    client-key-data:",
-                &format!(
-                    "    as: {}\n    as-groups: [{}]\n    client-key-data:",
-                    quoted(user),
-                    groups.join(", ")
-                ),
-            );
-            text
+            pki::kubeconfig(&self.apiserver_url, &ca.cert_pem(), &admin, Some((user, groups)))
         };
         std::fs::write(path, text).map_err(SubstrateError::io(format!("write {}", path.display())))
     }

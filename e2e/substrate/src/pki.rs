@@ -120,18 +120,27 @@ impl ClusterCa {
     }
 }
 
-/// A kubeconfig for `server` that trusts `ca_pem` and authenticates with a client certificate.
-pub fn kubeconfig(server: &str, ca_pem: &str, cert_pem: &str, key_pem: &str) -> String {
+/// A kubeconfig for `server` that trusts `ca_pem` and authenticates with the client certificate `identity`,
+/// impersonating `(user, groups)` when given. Written as JSON, which kubectl and kube-rs read as YAML.
+pub fn kubeconfig(server: &str, ca_pem: &str, identity: &KeyedCert, impersonate: Option<(&str, &[&str])>) -> String {
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
-    format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: substrate\n  cluster:\n    server: {server}\n    \
-         certificate-authority-data: {}\nusers:\n- name: user\n  user:\n    client-certificate-data: {}\n    \
-         client-key-data: {}\ncontexts:\n- name: substrate\n  context:\n    cluster: substrate\n    user: user\n\
-         current-context: substrate\n",
-        b64(ca_pem),
-        b64(cert_pem),
-        b64(key_pem)
-    )
+    let mut user = serde_json::json!({
+        "client-certificate-data": b64(&identity.cert_pem),
+        "client-key-data": b64(&identity.key_pem),
+    });
+    if let Some((name, groups)) = impersonate {
+        user["as"] = name.into();
+        user["as-groups"] = groups.into();
+    }
+    let config = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "substrate", "cluster": {"server": server, "certificate-authority-data": b64(ca_pem)}}],
+        "users": [{"name": "user", "user": user}],
+        "contexts": [{"name": "substrate", "context": {"cluster": "substrate", "user": "user"}}],
+        "current-context": "substrate",
+    });
+    serde_json::to_string_pretty(&config).unwrap_or_default()
 }
 
 #[cfg(test)]

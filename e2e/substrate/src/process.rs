@@ -46,11 +46,6 @@ impl Supervised {
         })
     }
 
-    /// The component's log file.
-    pub fn log(&self) -> &Path {
-        &self.log
-    }
-
     /// Fails when the component has exited.
     pub fn check_running(&mut self) -> Result<(), SubstrateError> {
         match self.child.try_wait() {
@@ -64,6 +59,37 @@ impl Supervised {
                 what: format!("check on {}", self.name),
                 source: error,
             }),
+        }
+    }
+
+    /// Polls `check` every `interval` until it succeeds; fails when the component exits or `limit` passes, with
+    /// the last thing `check` saw (its `Err`).
+    pub async fn wait_ready<F, Fut>(
+        &mut self,
+        limit: Duration,
+        interval: Duration,
+        mut check: F,
+    ) -> Result<(), SubstrateError>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<(), String>>,
+    {
+        let deadline = Instant::now() + limit;
+        loop {
+            self.check_running()?;
+            let last = match check().await {
+                Ok(()) => return Ok(()),
+                Err(last) => last,
+            };
+            if Instant::now() > deadline {
+                return Err(SubstrateError::NotReady {
+                    component: self.name.clone(),
+                    seconds: limit.as_secs(),
+                    last,
+                    log: self.log.clone(),
+                });
+            }
+            tokio::time::sleep(interval).await;
         }
     }
 
