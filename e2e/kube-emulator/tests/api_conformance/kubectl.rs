@@ -27,6 +27,11 @@ async fn install_crd(env: Env) -> Env {
         out.contains("customresourcedefinition.apiextensions.k8s.io/gizmos.conformance.example.com created"),
         "{out}"
     );
+    // A real apiserver serves the new kind a moment after accepting the CRD.
+    wait_for("gizmos served", || async {
+        env.request("GET", GIZMOS, None, None).await.0 == 200
+    })
+    .await;
     env
 }
 
