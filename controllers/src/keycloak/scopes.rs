@@ -118,6 +118,26 @@ impl RealmClient {
         Ok(())
     }
 
+    /// The scopes `client` gets when it asks (its `optional-client-scopes`).
+    pub async fn optional_client_scopes(&self, client: &str) -> Result<Vec<ScopeRef>, KeycloakError> {
+        self.get_json(
+            "list optional client scopes",
+            &["clients", client, "optional-client-scopes"],
+            &[],
+        )
+        .await
+    }
+
+    /// Detaches an optional scope from a client (idempotent).
+    pub async fn remove_optional_client_scope(&self, client: &str, scope: &str) -> Result<(), KeycloakError> {
+        self.delete(
+            "remove optional client scope",
+            &["clients", client, "optional-client-scopes", scope],
+        )
+        .await?;
+        Ok(())
+    }
+
     /// Makes every scope in `names` a default scope of `client`, creating missing scopes with `description`.
     /// `openid` is skipped (it is implicit in OIDC); scopes already attached are left alone, none are removed.
     pub async fn ensure_default_client_scopes(
@@ -128,6 +148,9 @@ impl RealmClient {
     ) -> Result<DefaultScopeSync, KeycloakError> {
         let mut sync = DefaultScopeSync::default();
         let attached = self.default_client_scopes(client).await?;
+        // Read only when something is to be attached: a scope that is optional for the client must be detached
+        // from the optional ones first, or Keycloak answers 204 to the attach and leaves it optional.
+        let mut optional: Option<Vec<ScopeRef>> = None;
         for name in names.iter().filter(|n| n.as_str() != "openid") {
             if attached.iter().any(|s| &s.name == name) {
                 continue;
@@ -137,6 +160,14 @@ impl RealmClient {
                 .await?;
             if scope.created {
                 sync.created.push(name.clone());
+            } else {
+                let optional = match &optional {
+                    Some(optional) => optional,
+                    None => optional.insert(self.optional_client_scopes(client).await?),
+                };
+                if optional.iter().any(|s| s.id == scope.value.id) {
+                    self.remove_optional_client_scope(client, &scope.value.id).await?;
+                }
             }
             self.add_default_client_scope(client, &scope.value.id).await?;
             sync.attached.push(name.clone());

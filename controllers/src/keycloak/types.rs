@@ -197,9 +197,17 @@ impl ProtocolMapper {
         )
     }
 
-    /// Whether `other` has the same effect (type, protocol and config; ids and names aside).
-    pub fn same_settings(&self, other: &ProtocolMapper) -> bool {
-        self.protocol == other.protocol && self.protocol_mapper == other.protocol_mapper && self.config == other.config
+    /// Whether this stored mapper has the effect of `wanted` (type, protocol, and every config entry `wanted`
+    /// sets; ids and names aside). Entries `wanted` leaves out are not compared: Keycloak fills in defaults of
+    /// its own (e.g. `introspection.token.claim`) on every create and update, so a stored mapper never equals
+    /// what was sent.
+    pub fn same_settings(&self, wanted: &ProtocolMapper) -> bool {
+        self.protocol == wanted.protocol
+            && self.protocol_mapper == wanted.protocol_mapper
+            && wanted
+                .config
+                .iter()
+                .all(|(key, value)| self.config.get(key) == Some(value))
     }
 }
 
@@ -288,6 +296,17 @@ mod tests {
         moved.id = Some("id".into());
         assert!(audience.same_settings(&moved));
         assert!(!audience.same_settings(&groups));
+        // As stored: Keycloak adds defaults of its own; a changed entry the operator sets still counts.
+        let mut stored = audience.clone();
+        stored.config.insert("userinfo.token.claim".into(), "false".into());
+        assert!(
+            stored.same_settings(&audience),
+            "defaults Keycloak filled in are not a difference"
+        );
+        stored
+            .config
+            .insert("included.client.audience".into(), "someone-else".into());
+        assert!(!stored.same_settings(&audience));
         let json = serde_json::to_value(&audience).expect("json");
         assert_eq!(json["protocolMapper"], "oidc-audience-mapper");
         assert!(json.get("id").is_none(), "no id in a create body");
