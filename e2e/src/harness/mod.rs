@@ -9,7 +9,9 @@
 pub mod cluster;
 pub mod conditions;
 pub mod events;
+pub mod fault_proxy;
 pub mod install;
+pub mod keycloak;
 pub mod kubectl;
 pub mod manager;
 pub mod metrics;
