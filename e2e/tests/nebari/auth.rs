@@ -10,11 +10,10 @@ use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::api::{ObjectMeta, PostParams};
 use serde_json::json;
 
-use keycloak_emulator::DownMode;
+use e2e::harness::fault_proxy::DownMode;
 
 use crate::support::{
-    ADMIN_PASSWORD, KEYCLOAK_EXTERNAL_URL, REALM, Setup, World, breakdown_delta, condition, http_routes,
-    security_policies,
+    ADMIN_PASSWORD, KEYCLOAK_EXTERNAL_URL, Setup, World, breakdown_delta, condition, http_routes, security_policies,
 };
 
 /// The request updating a client: made once per provisioning pass.
@@ -77,7 +76,10 @@ async fn auth_provisions_a_keycloak_client_an_oidc_secret_a_security_policy_and_
     );
 
     // The confidential client in Keycloak.
-    let client = world.keycloak_client(&client_id).expect("the Keycloak client exists");
+    let client = world
+        .keycloak_client(&client_id)
+        .await
+        .expect("the Keycloak client exists");
     assert_eq!(client["publicClient"], false);
     assert_eq!(client["standardFlowEnabled"], true);
     assert_eq!(
@@ -113,7 +115,7 @@ async fn auth_provisions_a_keycloak_client_an_oidc_secret_a_security_policy_and_
     );
     assert_eq!(
         data.get("issuer-url"),
-        Some(&format!("{KEYCLOAK_EXTERNAL_URL}/realms/{REALM}"))
+        Some(&format!("{KEYCLOAK_EXTERNAL_URL}/realms/{}", world.realm()))
     );
     assert!(!data.contains_key("spa-client-id") && !data.contains_key("device-client-id"));
     let secret: Secret = world.typed("web-oidc-client").await.expect("Secret");
@@ -151,8 +153,8 @@ async fn auth_provisions_a_keycloak_client_an_oidc_secret_a_security_policy_and_
         json!([{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": "web-route"}])
     );
     let oidc = &policy["spec"]["oidc"];
-    let internal = format!("{}/realms/{REALM}", world.keycloak.url());
-    let external = format!("{KEYCLOAK_EXTERNAL_URL}/realms/{REALM}");
+    let internal = format!("{}/realms/{}", world.keycloak.url(), world.realm());
+    let external = format!("{KEYCLOAK_EXTERNAL_URL}/realms/{}", world.realm());
     assert_eq!(oidc["provider"]["issuer"], internal.as_str());
     assert_eq!(
         oidc["provider"]["tokenEndpoint"],
@@ -235,7 +237,7 @@ async fn auth_provisions_a_keycloak_client_an_oidc_secret_a_security_policy_and_
         Some(hash),
         "same configuration, same hash"
     );
-    let client = world.keycloak_client(&client_id).expect("client");
+    let client = world.keycloak_client(&client_id).await.expect("client");
     let data = world.secret_data("web-oidc-client").await.expect("Secret");
     assert_eq!(data.get("client-secret").map(String::as_str), client["secret"].as_str());
     let (_, calls) = world.measure_noop_reconcile("auth after force").await;
@@ -255,7 +257,7 @@ async fn auth_provisions_a_keycloak_client_an_oidc_secret_a_security_policy_and_
 #[tokio::test]
 async fn a_keycloak_outage_withholds_the_route_until_the_policy_can_protect_it() {
     let world = World::start(Setup::default()).await;
-    world.keycloak.hooks().go_down(DownMode::Unavailable);
+    world.keycloak.proxy().go_down(DownMode::Unavailable);
     world
         .apply_app("web", json!({"routing": {}, "auth": {"enabled": true}}))
         .await;
@@ -288,9 +290,14 @@ async fn a_keycloak_outage_withholds_the_route_until_the_policy_can_protect_it()
         "no route may expose the app before its policy exists"
     );
 
-    world.keycloak.hooks().come_up();
+    world.keycloak.proxy().come_up();
     world.wait_ready("web").await;
-    assert!(world.keycloak_client(&format!("{}-web", world.namespace)).is_some());
+    assert!(
+        world
+            .keycloak_client(&format!("{}-web", world.namespace))
+            .await
+            .is_some()
+    );
     assert!(
         world
             .object(&security_policies(), &world.namespace, "web-security")
@@ -376,7 +383,7 @@ async fn auth_config_changes_reprovision_and_tls_off_uses_http_redirects() {
         Some(hash),
         "the hash follows the configuration"
     );
-    let client = world.keycloak_client(&client_id).expect("client");
+    let client = world.keycloak_client(&client_id).await.expect("client");
     assert_eq!(client["redirectUris"], json!(["http://web.example.com/auth/callback"]));
     let mappers = client["protocolMappers"].as_array().expect("mappers");
     assert!(

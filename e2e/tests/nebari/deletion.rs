@@ -2,11 +2,11 @@
 //! Certificate) and GC takes the rest; when Keycloak is unreachable the finalizer stays and a condition and an
 //! event say why, and an admin can skip the external cleanup with an annotation.
 
+use e2e::harness::fault_proxy::DownMode;
 use e2e::harness::{Deadline, wait_until};
 use gateway_api::httproutes::HttpRoute;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
-use keycloak_emulator::DownMode;
 use serde_json::json;
 
 use crate::support::{
@@ -57,14 +57,16 @@ async fn deleting_an_app_removes_its_keycloak_clients_listener_certificate_secre
             .contains(&"reconcilers.nebari.dev/finalizer".to_string())
     );
     let clients = [format!("{ns}-web"), format!("{ns}-web-spa"), format!("{ns}-web-device")];
-    assert!(clients.iter().all(|c| world.keycloak_client(c).is_some()));
+    for client in &clients {
+        assert!(world.keycloak_client(client).await.is_some(), "client {client} exists");
+    }
     let argocd_before = listener(&world.gateway(PUBLIC_GATEWAY).await, ARGOCD_LISTENER).cloned();
 
     world.delete_app("web").await;
     wait_app_gone(&world, "web").await;
     for client in &clients {
         assert!(
-            world.keycloak_client(client).is_none(),
+            world.keycloak_client(client).await.is_none(),
             "Keycloak client {client} is deleted"
         );
     }
@@ -94,7 +96,7 @@ async fn deletion_waits_for_an_unreachable_keycloak_says_why_and_finishes_once_i
     world.apply_app("web", full_spec()).await;
     world.wait_ready("web").await;
 
-    world.keycloak.hooks().go_down(DownMode::Refuse);
+    world.keycloak.proxy().go_down(DownMode::Refuse);
     world.delete_app("web").await;
     let message = world.wait_condition("web", "Ready", "False", "DeletionBlocked").await;
     assert!(
@@ -114,10 +116,10 @@ async fn deletion_waits_for_an_unreachable_keycloak_says_why_and_finishes_once_i
         "the finalizer holds the app"
     );
 
-    world.keycloak.hooks().come_up();
+    world.keycloak.proxy().come_up();
     wait_app_gone(&world, "web").await;
     assert!(
-        world.keycloak_client(&client).is_none(),
+        world.keycloak_client(&client).await.is_none(),
         "the Keycloak client is deleted once Keycloak is back"
     );
 }
@@ -131,7 +133,7 @@ async fn the_skip_annotation_deletes_an_app_without_keycloak_cleanup() {
         .await;
     world.wait_ready("web").await;
 
-    world.keycloak.hooks().go_down(DownMode::Unavailable);
+    world.keycloak.proxy().go_down(DownMode::Unavailable);
     world.delete_app("web").await;
     world.wait_condition("web", "Ready", "False", "DeletionBlocked").await;
     world
@@ -139,9 +141,9 @@ async fn the_skip_annotation_deletes_an_app_without_keycloak_cleanup() {
         .await;
     wait_app_gone(&world, "web").await;
     world.wait_event("web", "ExternalCleanupSkipped").await;
-    world.keycloak.hooks().come_up();
+    world.keycloak.proxy().come_up();
     assert!(
-        world.keycloak_client(&client).is_some(),
+        world.keycloak_client(&client).await.is_some(),
         "the Keycloak client was left in place, as asked"
     );
 }
@@ -151,7 +153,7 @@ async fn deleting_an_app_that_never_used_keycloak_does_not_wait_for_it() {
     let world = World::start(Setup::default()).await;
     world.apply_app("web", json!({"routing": {}})).await;
     world.wait_ready("web").await;
-    world.keycloak.hooks().go_down(DownMode::Refuse);
+    world.keycloak.proxy().go_down(DownMode::Refuse);
     world.delete_app("web").await;
     wait_app_gone(&world, "web").await;
     world.wait_event("web", "Deleted").await;

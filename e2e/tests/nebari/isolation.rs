@@ -11,7 +11,7 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 
 use crate::support::{
-    GATEWAY_NAMESPACE, PUBLIC_GATEWAY, REALM, Setup, World, certificates, http_routes, listener, listener_names,
+    GATEWAY_NAMESPACE, PUBLIC_GATEWAY, Setup, World, certificates, http_routes, listener, listener_names,
 };
 
 /// Issues the app's certificate (playing cert-manager) and waits until the app is Ready.
@@ -291,7 +291,10 @@ async fn a_gateway_tls_secret_serves_only_the_namespaces_it_is_offered_to() {
 #[tokio::test]
 async fn an_app_whose_names_derive_a_built_in_keycloak_client_never_touches_it() {
     let world = World::start(Setup::default()).await;
-    let before = world.keycloak_client("admin-cli").expect("every realm has admin-cli");
+    let before = world
+        .keycloak_client("admin-cli")
+        .await
+        .expect("every realm has admin-cli");
     // Namespace `admin` + app `cli` derives the client id `admin-cli`.
     let mallory = world.tenant("admin").await;
     let app = world.app_document_in("admin", "cli", json!({"routing": {}, "auth": {"enabled": true}}));
@@ -303,7 +306,7 @@ async fn an_app_whose_names_derive_a_built_in_keycloak_client_never_touches_it()
         "admin-cli is one of Keycloak's built-in clients; rename the app or namespace"
     );
     assert_eq!(
-        world.keycloak_client("admin-cli"),
+        world.keycloak_client("admin-cli").await,
         Some(before),
         "admin-cli is unchanged"
     );
@@ -326,7 +329,7 @@ async fn token_shaping_beyond_the_platform_policy_is_refused_before_anything_is_
         .await;
     assert!(message.starts_with("protocol mapper i-am-admin: type oidc-hardcoded-claim-mapper is not allowed"));
     assert!(
-        world.keycloak_client(&format!("{ns}-web")).is_none(),
+        world.keycloak_client(&format!("{ns}-web")).await.is_none(),
         "nothing was provisioned"
     );
 
@@ -351,7 +354,7 @@ async fn token_shaping_beyond_the_platform_policy_is_refused_before_anything_is_
         .wait_condition("web", "AuthReady", "False", "ClientScopeNotAllowed")
         .await;
     assert!(
-        world.keycloak_client(&format!("{ns}-web")).is_none(),
+        world.keycloak_client(&format!("{ns}-web")).await.is_none(),
         "nothing was provisioned"
     );
     // Within the policy, the app is provisioned.
@@ -368,9 +371,11 @@ async fn token_shaping_beyond_the_platform_policy_is_refused_before_anything_is_
 
 #[tokio::test]
 async fn token_exchange_peers_are_the_same_namespace_unless_the_target_names_another() {
-    let world = World::start(Setup::default()).await;
-    let hooks = world.keycloak.hooks();
-    hooks.set_fine_grained_authz_v1(true);
+    let world = World::start(Setup {
+        keycloak_v1: true,
+        ..Setup::default()
+    })
+    .await;
     let ns = world.namespace.clone();
     let other = format!("mallory{}", unique_suffix());
     let mallory = world.tenant(&other).await;
@@ -393,27 +398,32 @@ async fn token_exchange_peers_are_the_same_namespace_unless_the_target_names_ano
         .await;
     world.wait_ready("api").await;
 
-    let api_id = world.keycloak_client(&format!("{ns}-api")).expect("api client")["id"]
+    let api_id = world.keycloak_client(&format!("{ns}-api")).await.expect("api client")["id"]
         .as_str()
         .expect("id")
         .to_string();
     let permission = format!("token-exchange.permission.client.{api_id}");
     let granted = |policies: &[String], peer: &str| policies.iter().any(|p| p == &format!("{peer}-token-exchange"));
-    let policies = || {
-        hooks
-            .permission_policies(REALM, &permission)
+    let policies = || async {
+        world
+            .keycloak
+            .permission_policies(&permission)
+            .await
             .map(|(_, names)| names)
             .unwrap_or_default()
     };
     let sibling = format!("{ns}-web");
-    wait_until("the same namespace's app is granted", Deadline::secs(30), || {
-        let now = policies();
-        let found = granted(&now, &sibling);
-        async move { if found { Ok(Some(())) } else { Err(format!("{now:?}")) } }
+    wait_until("the same namespace's app is granted", Deadline::secs(30), || async {
+        let now = policies().await;
+        if granted(&now, &sibling) {
+            Ok(Some(()))
+        } else {
+            Err(format!("{now:?}"))
+        }
     })
     .await;
     assert!(
-        !granted(&policies(), &format!("{other}-web")),
+        !granted(&policies().await, &format!("{other}-web")),
         "another namespace's app is not a peer"
     );
 
@@ -426,10 +436,13 @@ async fn token_exchange_peers_are_the_same_namespace_unless_the_target_names_ano
         )
         .await;
     let outsider_policy = format!("{other}-web");
-    wait_until("the named app is granted", Deadline::secs(30), || {
-        let now = policies();
-        let found = granted(&now, &outsider_policy);
-        async move { if found { Ok(Some(())) } else { Err(format!("{now:?}")) } }
+    wait_until("the named app is granted", Deadline::secs(30), || async {
+        let now = policies().await;
+        if granted(&now, &outsider_policy) {
+            Ok(Some(()))
+        } else {
+            Err(format!("{now:?}"))
+        }
     })
     .await;
 }
@@ -437,13 +450,9 @@ async fn token_exchange_peers_are_the_same_namespace_unless_the_target_names_ano
 #[tokio::test]
 async fn a_tenant_cannot_add_anyone_to_an_existing_realm_group() {
     let world = World::start(Setup::default()).await;
-    let hooks = world.keycloak.hooks();
-    for user in [
-        keycloak_emulator::UserSeed::new(REALM, "root").member_of("/admin"),
-        keycloak_emulator::UserSeed::new(REALM, "mallory"),
-    ] {
-        hooks.seed_user(&user).expect("seed a user");
-    }
+    world.keycloak.create_group("/admin").await;
+    world.keycloak.create_user("root", &["/admin"]).await;
+    world.keycloak.create_user("mallory", &[]).await;
     let mallory = world.tenant("mallory").await;
     let join = json!({"hostname": "m.example.com", "routing": {}, "auth": {"enabled": true,
                       "keycloakConfig": {"groups": [{"name": "admin", "members": ["mallory"]}]}}});
@@ -456,7 +465,10 @@ async fn a_tenant_cannot_add_anyone_to_an_existing_realm_group() {
         message.starts_with("Keycloak group admin already exists and is not this app's"),
         "{message}"
     );
-    assert_eq!(hooks.group_members(REALM, "/admin"), Some(vec!["root".to_string()]));
+    assert_eq!(
+        world.keycloak.group_members("/admin").await,
+        Some(vec!["root".to_string()])
+    );
 
     // Requiring the group (without members) is fine and changes nothing in it.
     let require = json!({"hostname": "m.example.com", "routing": {}, "auth": {"enabled": true, "groups": ["admin"]}});
@@ -464,7 +476,10 @@ async fn a_tenant_cannot_add_anyone_to_an_existing_realm_group() {
         .apply(&world.app_document_in("mallory", "web", require).to_string())
         .await;
     conditions::wait_ready(&apps, "web").await;
-    assert_eq!(hooks.group_members(REALM, "/admin"), Some(vec!["root".to_string()]));
+    assert_eq!(
+        world.keycloak.group_members("/admin").await,
+        Some(vec!["root".to_string()])
+    );
 }
 
 #[tokio::test]
@@ -472,11 +487,8 @@ async fn only_members_of_the_listed_groups_pass_the_gateway() {
     use e2e::fixtures::gateway_authz::{Verdict, evaluate};
 
     let world = World::start(Setup::default()).await;
-    let hooks = world.keycloak.hooks();
     for user in ["alice", "mallory"] {
-        hooks
-            .seed_user(&keycloak_emulator::UserSeed::new(REALM, user))
-            .expect("seed a user");
+        world.keycloak.create_user(user, &[]).await;
     }
     world
         .apply_app(
@@ -494,11 +506,25 @@ async fn only_members_of_the_listed_groups_pass_the_gateway() {
         .expect("the SecurityPolicy");
     assert_eq!(policy["spec"]["authorization"]["defaultAction"], "Deny");
     let client = format!("{}-web", world.namespace);
-    let login = |user: &str| hooks.login(REALM, &client, user).expect("a browser login");
+    let secret = world
+        .secret_data("web-oidc-client")
+        .await
+        .and_then(|d| d.get("client-secret").cloned())
+        .expect("web's client secret");
+    let login = |user: &'static str| {
+        let (client, secret) = (client.clone(), secret.clone());
+        let keycloak = &world.keycloak;
+        async move {
+            keycloak
+                .browser_login(&client, &secret, user)
+                .await
+                .unwrap_or_else(|e| panic!("{user} logs in: {e}"))
+        }
+    };
 
-    let member = login("alice");
+    let member = login("alice").await;
     assert_eq!(evaluate(&policy, &member).await, Ok(Verdict::Allowed));
-    let outsider = login("mallory");
+    let outsider = login("mallory").await;
     assert_eq!(
         evaluate(&policy, &outsider).await,
         Ok(Verdict::Denied),

@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
-use keycloak_emulator::{ClientSeed, Fault, UserSeed};
+use e2e::harness::fault_proxy::Fault;
 use serde_json::{Value, json};
 
-use crate::support::{REALM, Setup, World, condition};
+use crate::support::{Setup, World, condition};
 
 fn mapper_names(client: &Value) -> Vec<String> {
     client["protocolMappers"]
@@ -25,14 +25,10 @@ async fn groups_are_created_members_added_and_only_the_operators_additions_ever_
         ..Setup::default()
     })
     .await;
-    let hooks = world.keycloak.hooks();
-    for user in [
-        UserSeed::new(REALM, "alice"),
-        UserSeed::new(REALM, "bob"),
-        UserSeed::new(REALM, "carol").member_of("/admins"),
-    ] {
-        hooks.seed_user(&user).expect("seed a user");
-    }
+    world.keycloak.create_group("/admins").await;
+    world.keycloak.create_user("alice", &[]).await;
+    world.keycloak.create_user("bob", &[]).await;
+    world.keycloak.create_user("carol", &["/admins"]).await;
     world
         .apply_app(
             "web",
@@ -58,14 +54,14 @@ async fn groups_are_created_members_added_and_only_the_operators_additions_ever_
         "an unknown user is not fatal"
     );
 
-    let members = |path: &str| hooks.group_members(REALM, path);
+    let members = |path: &'static str| world.keycloak.group_members(path);
     assert_eq!(
-        members("/admins"),
+        members("/admins").await,
         Some(vec!["alice".to_string(), "carol".to_string()]),
         "added, nobody removed"
     );
-    assert_eq!(members("/viewers"), Some(Vec::new()), "auth.groups are created");
-    assert_eq!(members("/data-team"), Some(vec!["bob".to_string()]));
+    assert_eq!(members("/viewers").await, Some(Vec::new()), "auth.groups are created");
+    assert_eq!(members("/data-team").await, Some(vec!["bob".to_string()]));
     let note = world.wait_event("web", "KeycloakWarning").await;
     assert!(note.contains("ghost") && note.contains("admins"), "{note}");
     assert_eq!(
@@ -80,6 +76,7 @@ async fn groups_are_created_members_added_and_only_the_operators_additions_ever_
 
     let client = world
         .keycloak_client(&format!("{}-web", world.namespace))
+        .await
         .expect("client");
     assert!(
         mapper_names(&client).contains(&"group-membership".to_string()),
@@ -107,7 +104,7 @@ async fn groups_are_created_members_added_and_only_the_operators_additions_ever_
         "alice removed from admins",
         e2e::harness::Deadline::secs(30),
         || async {
-            match members("/admins") {
+            match members("/admins").await {
                 Some(m) if m == vec!["carol".to_string()] => Ok(Some(())),
                 other => Err(format!("{other:?}")),
             }
@@ -118,9 +115,13 @@ async fn groups_are_created_members_added_and_only_the_operators_additions_ever_
     // The app goes: its own groups go with it, and nobody it did not add leaves a group it did not create.
     world.delete_app("web").await;
     world.wait_typed_gone::<crds::nebari::NebariApp>("web").await;
-    assert_eq!(members("/admins"), Some(vec!["carol".to_string()]));
-    assert_eq!(members("/data-team"), None, "created by the app, emptied, deleted");
-    assert_eq!(members("/viewers"), None);
+    assert_eq!(members("/admins").await, Some(vec!["carol".to_string()]));
+    assert_eq!(
+        members("/data-team").await,
+        None,
+        "created by the app, emptied, deleted"
+    );
+    assert_eq!(members("/viewers").await, None);
 }
 
 #[tokio::test]
@@ -139,6 +140,7 @@ async fn configured_protocol_mappers_replace_the_default_groups_mapper() {
     world.wait_ready("web").await;
     let client = world
         .keycloak_client(&format!("{}-web", world.namespace))
+        .await
         .expect("client");
     let names = mapper_names(&client);
     assert!(names.contains(&"department".to_string()), "{names:?}");
@@ -166,7 +168,7 @@ async fn spa_and_device_flow_clients_are_provisioned_and_deleted_when_turned_off
     world.apply_app("web", auth(json!({"enabled": true}), true)).await;
     world.wait_ready("web").await;
 
-    let spa_client = world.keycloak_client(&spa).expect("the SPA client exists");
+    let spa_client = world.keycloak_client(&spa).await.expect("the SPA client exists");
     assert_eq!(spa_client["publicClient"], true);
     assert_eq!(spa_client["standardFlowEnabled"], true);
     assert_eq!(spa_client["attributes"]["pkce.code.challenge.method"], "S256");
@@ -175,7 +177,10 @@ async fn spa_and_device_flow_clients_are_provisioned_and_deleted_when_turned_off
         uris.contains(&json!("https://web.example.com/*")) && uris.contains(&json!("https://web.example.com")),
         "{uris:?}"
     );
-    let device_client = world.keycloak_client(&device).expect("the device-flow client exists");
+    let device_client = world
+        .keycloak_client(&device)
+        .await
+        .expect("the device-flow client exists");
     assert_eq!(device_client["publicClient"], true);
     assert_eq!(device_client["standardFlowEnabled"], false);
     assert_eq!(
@@ -205,8 +210,8 @@ async fn spa_and_device_flow_clients_are_provisioned_and_deleted_when_turned_off
         })
         .await;
     world.wait_ready("web").await;
-    assert!(world.keycloak_client(&spa).is_none(), "the SPA client is deleted");
-    assert!(world.keycloak_client(&device).is_some());
+    assert!(world.keycloak_client(&spa).await.is_none(), "the SPA client is deleted");
+    assert!(world.keycloak_client(&device).await.is_some());
 
     // Device flow off, then on again (the hash covers it, unlike the original's).
     world.apply_app("web", auth(json!({"enabled": false}), false)).await;
@@ -217,7 +222,7 @@ async fn spa_and_device_flow_clients_are_provisioned_and_deleted_when_turned_off
         .await;
     world.wait_ready("web").await;
     assert!(
-        world.keycloak_client(&device).is_none(),
+        world.keycloak_client(&device).await.is_none(),
         "the device-flow client is deleted"
     );
     world
@@ -230,24 +235,27 @@ async fn spa_and_device_flow_clients_are_provisioned_and_deleted_when_turned_off
         .await;
     world.wait_ready("web").await;
     assert!(
-        world.keycloak_client(&device).is_some(),
+        world.keycloak_client(&device).await.is_some(),
         "enabling device flow later provisions it"
     );
     assert!(
         world
             .keycloak_client("web-frontend")
+            .await
             .is_some_and(|c| c["publicClient"] == true),
         "SPA client id override"
     );
-    assert!(world.keycloak_client(&spa).is_none());
-    assert!(world.keycloak_client(&confidential).is_some());
+    assert!(world.keycloak_client(&spa).await.is_none());
+    assert!(world.keycloak_client(&confidential).await.is_some());
 }
 
 #[tokio::test]
 async fn token_exchange_grants_every_other_provisioned_app_including_ones_created_later() {
-    let world = World::start(Setup::default()).await;
-    let hooks = world.keycloak.hooks();
-    hooks.set_fine_grained_authz_v1(true);
+    let world = World::start(Setup {
+        keycloak_v1: true,
+        ..Setup::default()
+    })
+    .await;
     let ns = world.namespace.clone();
     world
         .apply_app(
@@ -260,20 +268,22 @@ async fn token_exchange_grants_every_other_provisioned_app_including_ones_create
         .await;
     world.wait_ready("api").await;
     world.wait_ready("web").await;
-    let api_id = world.keycloak_client(&format!("{ns}-api")).expect("api client")["id"]
+    let api_id = world.keycloak_client(&format!("{ns}-api")).await.expect("api client")["id"]
         .as_str()
         .expect("id")
         .to_string();
     let permission = format!("token-exchange.permission.client.{api_id}");
     let (permission, ns) = (&permission, &ns);
+    let keycloak = &world.keycloak;
     let granted = |peer: &str| {
         let expected = format!("{ns}-{peer}-token-exchange");
         move || {
-            let policies = hooks.permission_policies(REALM, permission);
-            let found = policies
-                .as_ref()
-                .is_some_and(|(strategy, names)| strategy == "AFFIRMATIVE" && names.contains(&expected));
+            let expected = expected.clone();
             async move {
+                let policies = keycloak.permission_policies(permission).await;
+                let found = policies
+                    .as_ref()
+                    .is_some_and(|(strategy, names)| strategy == "AFFIRMATIVE" && names.contains(&expected));
                 if found {
                     Ok(Some(()))
                 } else {
@@ -291,7 +301,7 @@ async fn token_exchange_grants_every_other_provisioned_app_including_ones_create
 
     // A third app appears later and its client takes a while to create: it is granted once that client exists
     // (not skipped for good because the target re-provisioned first).
-    hooks.add_fault(
+    world.keycloak.proxy().add_fault(
         Fault::on("POST", "/admin/realms/{realm}/clients")
             .latency(Duration::from_millis(1500))
             .times(1),
@@ -317,20 +327,17 @@ async fn an_spa_client_id_naming_another_apps_or_an_unmanaged_client_is_refused_
         .apply_app("web", json!({"routing": {}, "auth": {"enabled": true}}))
         .await;
     world.wait_ready("web").await;
-    let before = world.keycloak_client(&victim).expect("web's client");
+    let before = world.keycloak_client(&victim).await.expect("web's client");
     assert_eq!(
         before["attributes"]["nebari.dev/owner"],
         format!("{ns}/web"),
         "clients record their app"
     );
-    let hooks = world.keycloak.hooks();
-    hooks
-        .seed_client(&ClientSeed {
-            public_client: true,
-            ..ClientSeed::confidential(REALM, "admin-console")
-        })
-        .expect("seed an unmanaged client");
-    let unmanaged = world.keycloak_client("admin-console").expect("seeded");
+    world
+        .keycloak
+        .create_client(json!({"clientId": "admin-console", "publicClient": true}))
+        .await;
+    let unmanaged = world.keycloak_client("admin-console").await.expect("seeded");
 
     // Another app claims web's client as its SPA client: refused, web's client untouched.
     let spa = |client_id: &str, enabled: bool| json!({"routing": {}, "auth": {"enabled": true, "spaClient": {"enabled": enabled, "clientId": client_id}}});
@@ -367,12 +374,12 @@ async fn an_spa_client_id_naming_another_apps_or_an_unmanaged_client_is_refused_
     })
     .await;
     assert_eq!(
-        world.keycloak_client(&victim),
+        world.keycloak_client(&victim).await,
         Some(before),
         "web's client was neither changed nor deleted"
     );
     assert_eq!(
-        world.keycloak_client("admin-console"),
+        world.keycloak_client("admin-console").await,
         Some(unmanaged),
         "the unmanaged client was left alone"
     );
@@ -383,12 +390,13 @@ async fn an_spa_client_id_naming_another_apps_or_an_unmanaged_client_is_refused_
 async fn a_client_left_by_the_original_operator_is_adopted_only_when_the_platform_opts_in_and_keeps_its_secret() {
     let mut world = World::start(Setup::default()).await;
     let client_id = format!("{}-web", world.namespace);
-    let seed = ClientSeed {
-        secret: Some("secret-from-the-original-operator".into()),
-        redirect_uris: vec!["https://web.example.com/oauth2/callback".into()],
-        ..ClientSeed::confidential(REALM, &client_id)
-    };
-    world.keycloak.hooks().seed_client(&seed).expect("seed the old client");
+    world
+        .keycloak
+        .create_client(json!({
+            "clientId": client_id, "publicClient": false, "secret": "secret-from-the-original-operator",
+            "redirectUris": ["https://web.example.com/oauth2/callback"],
+        }))
+        .await;
     world
         .apply_app("web", json!({"routing": {}, "auth": {"enabled": true}}))
         .await;
@@ -397,7 +405,7 @@ async fn a_client_left_by_the_original_operator_is_adopted_only_when_the_platfor
         .wait_condition("web", "AuthReady", "False", "KeycloakClientNotOwned")
         .await;
     assert!(message.contains("--keycloak-adopt-unowned-clients"), "{message}");
-    let untouched = world.keycloak_client(&client_id).expect("client");
+    let untouched = world.keycloak_client(&client_id).await.expect("client");
     assert!(untouched["attributes"].get("nebari.dev/owner").is_none(), "{untouched}");
 
     // Taking over the replaced operator's clients: the admin runs the manager with the opt-in.
@@ -405,7 +413,7 @@ async fn a_client_left_by_the_original_operator_is_adopted_only_when_the_platfor
     world.manager_args.push("--keycloak-adopt-unowned-clients".to_string());
     world.start_manager(false).await;
     world.wait_ready("web").await;
-    let client = world.keycloak_client(&client_id).expect("client");
+    let client = world.keycloak_client(&client_id).await.expect("client");
     assert_eq!(
         client["attributes"]["nebari.dev/owner"],
         format!("{}/web", world.namespace),
@@ -423,8 +431,9 @@ async fn a_client_left_by_the_original_operator_is_adopted_only_when_the_platfor
 async fn exchange(world: &World, requester: &str, secret: &str, subject: &str, audience: &str) -> (u16, Value) {
     let response = reqwest::Client::new()
         .post(format!(
-            "{}/realms/{REALM}/protocol/openid-connect/token",
-            world.keycloak.url()
+            "{}/realms/{}/protocol/openid-connect/token",
+            world.keycloak.url(),
+            world.realm()
         ))
         .form(&[
             ("grant_type", "urn:ietf:params:oauth:grant-type:token-exchange"),
@@ -441,21 +450,23 @@ async fn exchange(world: &World, requester: &str, secret: &str, subject: &str, a
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
-/// The `aud` claim of a JWT.
-fn audiences(token: &str) -> Value {
+/// The `aud` claim of a JWT as a list (a single audience is a plain string, as Keycloak issues it).
+fn audiences(token: &str) -> Vec<String> {
     use base64::Engine;
     let payload = token.split('.').nth(1).expect("a JWT");
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(payload)
         .expect("base64url");
-    serde_json::from_slice::<Value>(&bytes).expect("claims")["aud"].clone()
+    match serde_json::from_slice::<Value>(&bytes).expect("claims")["aud"].clone() {
+        Value::String(one) => vec![one],
+        many => serde_json::from_value(many).expect("aud is a string or a list of strings"),
+    }
 }
 
 #[tokio::test]
 async fn on_a_keycloak_with_standard_token_exchange_peers_get_the_attribute_and_audience_and_can_exchange() {
     let world = World::start(Setup::default()).await;
-    let hooks = world.keycloak.hooks();
-    hooks.seed_user(&UserSeed::new(REALM, "alice")).expect("seed alice");
+    world.keycloak.create_user("alice", &[]).await;
     let ns = world.namespace.clone();
     let (api, web) = (format!("{ns}-api"), format!("{ns}-web"));
     world
@@ -480,16 +491,19 @@ async fn on_a_keycloak_with_standard_token_exchange_peers_get_the_attribute_and_
                     .any(|m| m["name"] == mapper.as_str() && m["config"]["included.client.audience"] == api.as_str())
             })
     };
-    e2e::harness::wait_until("web may exchange for api", e2e::harness::Deadline::secs(30), || {
-        let client = world.keycloak_client(&web).unwrap_or_default();
-        let found = granted(&client);
-        async move { if found { Ok(Some(())) } else { Err(client.to_string()) } }
+    e2e::harness::wait_until("web may exchange for api", e2e::harness::Deadline::secs(30), || async {
+        let client = world.keycloak_client(&web).await.unwrap_or_default();
+        if granted(&client) {
+            Ok(Some(()))
+        } else {
+            Err(client.to_string())
+        }
     })
     .await;
-    let target = world.keycloak_client(&api).expect("api client");
+    let target = world.keycloak_client(&api).await.expect("api client");
     assert_eq!(target["attributes"]["nebari.dev/token-exchange-peers"], web.as_str());
     assert!(
-        hooks.policy_names(REALM).is_empty(),
+        world.keycloak.policy_names().await.is_empty(),
         "no fine-grained admin permission objects with v2"
     );
 
@@ -499,24 +513,28 @@ async fn on_a_keycloak_with_standard_token_exchange_peers_get_the_attribute_and_
         .await
         .and_then(|d| d.get("client-secret").cloned())
         .expect("web's client secret");
-    let subject = hooks.login(REALM, &web, "alice").expect("alice's token for web");
+    let subject = world
+        .keycloak
+        .browser_login(&web, &secret, "alice")
+        .await
+        .expect("alice's token for web");
     let (status, body) = exchange(&world, &web, &secret, &subject, &api).await;
     assert_eq!(status, 200, "{body}");
     let token = body["access_token"].as_str().expect("access token");
-    assert_eq!(audiences(token), json!([api]));
+    assert_eq!(audiences(token), vec![api.clone()]);
 
     // Token exchange off: the grant is withdrawn from web, and the exchange is refused.
     world
         .apply_app("api", json!({"routing": {}, "auth": {"enabled": true}}))
         .await;
     // The peer is withdrawn first, then the target forgets it: wait for both.
-    e2e::harness::wait_until("web's grant withdrawn", e2e::harness::Deadline::secs(30), || {
-        let client = world.keycloak_client(&web).unwrap_or_default();
-        let target = world.keycloak_client(&api).unwrap_or_default();
+    e2e::harness::wait_until("web's grant withdrawn", e2e::harness::Deadline::secs(30), || async {
+        let client = world.keycloak_client(&web).await.unwrap_or_default();
+        let target = world.keycloak_client(&api).await.unwrap_or_default();
         let withdrawn = !granted(&client)
             && client["attributes"]["standard.token.exchange.enabled"] == "false"
             && target["attributes"].get("nebari.dev/token-exchange-peers").is_none();
-        async move {
+        {
             if withdrawn {
                 Ok(Some(()))
             } else {

@@ -5,7 +5,7 @@
 use e2e::harness::{ManagerOptions, ManagerProcess};
 use serde_json::json;
 
-use crate::support::{ADMIN_SECRET, ADMIN_SECRET_NAMESPACE, REALM, Setup, World, security_policies};
+use crate::support::{ADMIN_SECRET, ADMIN_SECRET_NAMESPACE, Setup, World, security_policies};
 
 #[tokio::test]
 async fn the_manager_runs_from_nebari_operators_environment() {
@@ -17,7 +17,7 @@ async fn the_manager_runs_from_nebari_operators_environment() {
     let env = [
         ("KEYCLOAK_ENABLED", "yes"),
         ("KEYCLOAK_URL", world.keycloak.url()),
-        ("KEYCLOAK_REALM", REALM),
+        ("KEYCLOAK_REALM", world.keycloak.realm()),
         ("KEYCLOAK_ADMIN_SECRET_NAME", ADMIN_SECRET),
         ("KEYCLOAK_ADMIN_SECRET_NAMESPACE", ADMIN_SECRET_NAMESPACE),
         ("KEYCLOAK_EXTERNAL_URL", "https://keycloak.example.com"),
@@ -42,7 +42,10 @@ async fn the_manager_runs_from_nebari_operators_environment() {
         .expect("the SecurityPolicy");
     assert_eq!(
         policy["spec"]["oidc"]["provider"]["issuer"],
-        format!("http://keycloak-http.keycloak.svc.cluster.local:8080/auth/realms/{REALM}"),
+        format!(
+            "http://keycloak-http.keycloak.svc.cluster.local:8080/auth/realms/{}",
+            world.realm()
+        ),
         "the issuer assembled from KEYCLOAK_ISSUER_*"
     );
     let log = world.manager().log();

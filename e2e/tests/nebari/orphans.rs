@@ -2,21 +2,20 @@
 //! grace period with `--keycloak-orphaned-clients=delete`; clients of existing apps and clients without the owner
 //! attribute are never touched.
 
-use keycloak_emulator::ClientSeed;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use serde_json::json;
 
-use crate::support::{REALM, Setup, World};
+use crate::support::{Setup, World};
 
 #[tokio::test]
 async fn a_client_whose_app_was_deleted_without_cleanup_is_reported_then_deleted() {
     let mut world = World::start(Setup::default()).await;
     let ns = world.namespace.clone();
+    // A client without an owner.
     world
         .keycloak
-        .hooks()
-        .seed_client(&ClientSeed::confidential(REALM, "made-by-hand"))
-        .expect("a client without an owner");
+        .create_client(json!({"clientId": "made-by-hand", "publicClient": false}))
+        .await;
     for app in ["gone", "kept"] {
         world
             .apply_app(app, json!({"routing": {}, "auth": {"enabled": true}}))
@@ -37,7 +36,7 @@ async fn a_client_whose_app_was_deleted_without_cleanup_is_reported_then_deleted
         .await
         .expect("delete");
     let orphan = format!("{ns}-gone");
-    assert!(world.keycloak_client(&orphan).is_some());
+    assert!(world.keycloak_client(&orphan).await.is_some());
 
     // Reported only.
     world.manager_args = vec!["--keycloak-orphan-scan-seconds=1".into()];
@@ -52,7 +51,10 @@ async fn a_client_whose_app_was_deleted_without_cleanup_is_reported_then_deleted
         }
     })
     .await;
-    assert!(world.keycloak_client(&orphan).is_some(), "not deleted in report mode");
+    assert!(
+        world.keycloak_client(&orphan).await.is_some(),
+        "not deleted in report mode"
+    );
     assert!(
         world
             .manager()
@@ -69,7 +71,7 @@ async fn a_client_whose_app_was_deleted_without_cleanup_is_reported_then_deleted
     ];
     world.start_manager(false).await;
     e2e::harness::wait_until("the orphan deleted", e2e::harness::Deadline::secs(30), || async {
-        if world.keycloak_client(&orphan).is_none() {
+        if world.keycloak_client(&orphan).await.is_none() {
             Ok(Some(()))
         } else {
             Err("still there".to_string())
@@ -77,11 +79,11 @@ async fn a_client_whose_app_was_deleted_without_cleanup_is_reported_then_deleted
     })
     .await;
     assert!(
-        world.keycloak_client(&format!("{ns}-kept")).is_some(),
+        world.keycloak_client(&format!("{ns}-kept")).await.is_some(),
         "an existing app's client stays"
     );
     assert!(
-        world.keycloak_client("made-by-hand").is_some(),
+        world.keycloak_client("made-by-hand").await.is_some(),
         "a client without an owner stays"
     );
 }

@@ -58,7 +58,10 @@ async fn a_wrong_ca_bundle_is_reported_and_fixing_the_secret_makes_the_app_ready
         "{message}"
     );
     assert!(
-        world.keycloak_client(&format!("{}-web", world.namespace)).is_none(),
+        world
+            .keycloak_client(&format!("{}-web", world.namespace))
+            .await
+            .is_none(),
         "nothing was sent to a server that could not be verified"
     );
 

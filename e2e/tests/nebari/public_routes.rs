@@ -85,7 +85,7 @@ async fn public_routes_added_then_removed_leave_no_public_route_and_auth_off_del
     world.wait_typed_gone::<Role>("web-oidc-secret-reader").await;
     world.wait_typed_gone::<RoleBinding>("web-oidc-secret-reader").await;
     assert!(
-        world.keycloak_client(&format!("{ns}-web")).is_none(),
+        world.keycloak_client(&format!("{ns}-web")).await.is_none(),
         "the Keycloak client is deleted"
     );
     let app = world.wait_ready("web").await;

@@ -8,13 +8,12 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Secret;
-use keycloak_emulator::ClientSeed;
 use kube::api::{Patch, PatchParams, PostParams};
 use serde_json::json;
 
 use e2e::harness::{Deadline, wait_until};
 
-use crate::support::{REALM, Setup, World, condition};
+use crate::support::{Setup, World, condition};
 
 #[tokio::test]
 async fn nebari_operators_app_and_client_are_taken_over_with_only_the_documented_keycloak_writes() {
@@ -28,22 +27,16 @@ async fn nebari_operators_app_and_client_are_taken_over_with_only_the_documented
     let client_id = format!("{ns}-web");
     let host = "web.example.com";
     let secret_value = "Original0perator5ecretValue00001";
+    // The client as nebari-operator created it.
     world
         .keycloak
-        .hooks()
-        .seed_client(&ClientSeed {
-            secret: Some(secret_value.to_string()),
-            redirect_uris: vec![
-                format!("https://{host}/oauth2/callback"),
-                format!("http://{host}/oauth2/callback"),
-            ],
-            attributes: BTreeMap::from([(
-                "post.logout.redirect.uris".to_string(),
-                format!("https://{host}/*##http://{host}/*"),
-            )]),
-            ..ClientSeed::confidential(REALM, &client_id)
-        })
-        .expect("seed the original's client");
+        .create_client(json!({
+            "clientId": client_id, "publicClient": false, "secret": secret_value,
+            "standardFlowEnabled": true, "webOrigins": ["*"],
+            "redirectUris": [format!("https://{host}/oauth2/callback"), format!("http://{host}/oauth2/callback")],
+            "attributes": {"post.logout.redirect.uris": format!("https://{host}/*##http://{host}/*")},
+        }))
+        .await;
 
     let secrets: kube::Api<Secret> = kube::Api::namespaced(world.cluster.client(), &ns);
     let labels = BTreeMap::from([
@@ -58,7 +51,7 @@ async fn nebari_operators_app_and_client_are_taken_over_with_only_the_documented
         "metadata": {"name": "web-oidc-client", "labels": labels},
         "type": "Opaque",
         "stringData": {"client-id": client_id, "client-secret": secret_value,
-                       "issuer-url": format!("https://keycloak.example.com/realms/{REALM}")},
+                       "issuer-url": format!("https://keycloak.example.com/realms/{}", world.realm())},
     }))
     .expect("secret");
     secrets
@@ -92,7 +85,7 @@ async fn nebari_operators_app_and_client_are_taken_over_with_only_the_documented
         .await
         .expect("the original's status");
 
-    world.keycloak.hooks().reset_counters();
+    world.keycloak.proxy().reset_counters();
     world.start_manager(false).await;
     // The original's status says Ready already: wait for ours (the finalizer swapped, the conditions rewritten).
     wait_until("the app is taken over", Deadline::secs(30), || async {
@@ -127,7 +120,7 @@ async fn nebari_operators_app_and_client_are_taken_over_with_only_the_documented
         "{:?}",
         world.keycloak_breakdown()
     );
-    let client = world.keycloak_client(&client_id).expect("the same client");
+    let client = world.keycloak_client(&client_id).await.expect("the same client");
     assert_eq!(client["attributes"]["nebari.dev/owner"], format!("{ns}/web"));
     assert_eq!(
         client["redirectUris"],

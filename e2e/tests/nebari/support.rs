@@ -1,6 +1,6 @@
 //! The world of one NebariApp test: its own API emulator with the NebariApp and third-party CRDs, the two shared
-//! Gateways (with a listener another tool owns), an opted-in namespace with the backend Service, its own Keycloak
-//! emulator with the `nebari` realm and the admin credentials Secret, and the real `manager` running only the
+//! Gateways (with a listener another tool owns), an opted-in namespace with the backend Service, a realm of its own
+//! on the run's real Keycloak (behind a fault proxy) and the admin credentials Secret, and the real `manager` running only the
 //! NebariApp controller. The test plays cert-manager through `e2e::fixtures::standins`; a stand-in Envoy Gateway
 //! (`e2e::fixtures::envoy_gateway`) reports on routes, policies and listeners.
 
@@ -9,12 +9,12 @@ use std::collections::BTreeMap;
 use crds::nebari::NebariApp;
 use e2e::fixtures::envoy_gateway::EnvoyGateway;
 use e2e::fixtures::{standins, third_party_crds};
+use e2e::harness::keycloak::{Flavour, RealmSetup, TestRealm};
 use e2e::harness::kubectl::Kubectl;
 use e2e::harness::{Deadline, ManagerOptions, ManagerProcess, TestCluster, conditions, events, wait_until};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{Namespace, Secret, Service};
 use k8s_openapi::api::events::v1::Event;
-use keycloak_emulator::{EmulatorConfig, EmulatorHandle, KeycloakEmulator};
 use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::core::{DynamicObject, GroupVersionKind};
 use kube::discovery::ApiResource;
@@ -26,8 +26,6 @@ pub const GATEWAY_NAMESPACE: &str = "envoy-gateway-system";
 pub const PUBLIC_GATEWAY: &str = "nebari-gateway";
 /// The internal shared Gateway.
 pub const INTERNAL_GATEWAY: &str = "nebari-internal-gateway";
-/// The Keycloak realm the manager provisions clients in.
-pub const REALM: &str = "nebari";
 /// The ClusterIssuer handed to the manager when a test wants issued certificates.
 pub const CLUSTER_ISSUER: &str = "e2e-issuer";
 /// The browser-facing Keycloak URL handed to the manager.
@@ -66,6 +64,8 @@ pub struct Setup {
     pub manager_args: Vec<String>,
     /// Keycloak serves HTTPS with a certificate of a CA made for the test (`World::ca_pem`).
     pub keycloak_tls: bool,
+    /// The realm lives on the Keycloak with the v1 token-exchange and fine-grained-authz preview features.
+    pub keycloak_v1: bool,
     /// The test injects API faults or reads request details through the API emulator's hooks: it runs on the
     /// emulator even when the run asks for the real control plane (until the fault proxy in front of the real
     /// apiserver does the same).
@@ -86,6 +86,7 @@ impl Default for Setup {
             namespaced: false,
             manager_args: Vec::new(),
             keycloak_tls: false,
+            keycloak_v1: false,
         }
     }
 }
@@ -94,8 +95,8 @@ impl Default for Setup {
 pub struct World {
     /// The manager; declared first so it is dropped (printing its log on failure) before the rest goes away.
     pub manager: Option<ManagerProcess>,
-    /// The Keycloak emulator.
-    pub keycloak: EmulatorHandle,
+    /// The test's realm on the real Keycloak, and the fault proxy the manager reaches it through.
+    pub keycloak: TestRealm,
     /// The stand-in Envoy Gateway, reporting on routes, policies and listeners (accepting unless told otherwise).
     pub envoy_gateway: EnvoyGateway,
     /// The control plane.
@@ -180,14 +181,21 @@ impl World {
         let ca = setup
             .keycloak_tls
             .then(|| emulator_kit::tls::TestCa::new("e2e private CA").expect("a test CA"));
-        let config = EmulatorConfig {
-            admin_password: ADMIN_PASSWORD.to_string(),
-            tls: ca
-                .as_ref()
-                .map(|ca| ca.issue_server_cert("keycloak", &[]).expect("a server certificate")),
-            ..EmulatorConfig::with_realm(REALM)
-        };
-        let keycloak = KeycloakEmulator::start(config).await.expect("start Keycloak");
+        let certificate = ca
+            .as_ref()
+            .map(|ca| ca.issue_server_cert("keycloak", &[]).expect("a server certificate"));
+        let realm = e2e::harness::keycloak::unique_realm("nebari");
+        let keycloak = TestRealm::create(RealmSetup {
+            name: &realm,
+            flavour: if setup.keycloak_v1 {
+                Flavour::V1
+            } else {
+                Flavour::Default
+            },
+            tls: certificate.as_ref(),
+            admin_password: ADMIN_PASSWORD,
+        })
+        .await;
         let cluster = if setup.api_faults {
             TestCluster::start_emulated().await
         } else {
@@ -236,7 +244,7 @@ impl World {
     pub async fn start_manager(&mut self, cluster_issuer: bool) {
         let mut args = vec![
             format!("--keycloak-url={}", self.keycloak.url()),
-            format!("--keycloak-realm={REALM}"),
+            format!("--keycloak-realm={}", self.keycloak.realm()),
             format!("--keycloak-admin-secret-name={ADMIN_SECRET}"),
             format!("--keycloak-admin-secret-namespace={ADMIN_SECRET_NAMESPACE}"),
             format!("--keycloak-external-url={KEYCLOAK_EXTERNAL_URL}"),
@@ -605,14 +613,19 @@ impl World {
         events::wait_for(&self.cluster.client(), &self.namespace, name, reason).await
     }
 
-    /// The full Keycloak representation of a client of the realm.
-    pub fn keycloak_client(&self, client_id: &str) -> Option<Value> {
-        self.keycloak.hooks().client(REALM, client_id)
+    /// The test's Keycloak realm.
+    pub fn realm(&self) -> &str {
+        self.keycloak.realm()
     }
 
-    /// Keycloak requests served so far.
+    /// The full Keycloak representation of a client of the realm.
+    pub async fn keycloak_client(&self, client_id: &str) -> Option<Value> {
+        self.keycloak.client(client_id).await
+    }
+
+    /// Keycloak requests the manager made so far (counted by the proxy).
     pub fn keycloak_requests(&self) -> u64 {
-        self.keycloak.hooks().total_requests()
+        self.keycloak.proxy().total()
     }
 
     /// API writes served so far.
@@ -641,12 +654,7 @@ impl World {
 
     /// Keycloak requests served so far, by `METHOD route`.
     pub fn keycloak_breakdown(&self) -> BTreeMap<String, u64> {
-        self.keycloak
-            .hooks()
-            .counters()
-            .into_iter()
-            .map(|row| (format!("{} {}", row.method, row.route), row.count))
-            .collect()
+        self.keycloak.proxy().counters()
     }
 
     /// Reconciles finished so far.

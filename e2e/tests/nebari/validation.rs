@@ -189,7 +189,7 @@ async fn the_original_samples_apply_unchanged_and_our_auth_sample_becomes_ready(
         format!("{ns}-auth-app-device"),
     ] {
         assert!(
-            world.keycloak_client(&client).is_some(),
+            world.keycloak_client(&client).await.is_some(),
             "the sample provisions {client}"
         );
     }
