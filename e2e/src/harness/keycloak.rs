@@ -108,7 +108,8 @@ impl TestRealm {
             name,
             proxy,
             http: reqwest::Client::builder()
-                .timeout(Duration::from_secs(30))
+                // Creating a realm took over 30 s on a busy 2-core machine.
+                .timeout(Duration::from_secs(90))
                 .redirect(reqwest::redirect::Policy::none())
                 .build()
                 .expect("an HTTP client"),

@@ -1,17 +1,19 @@
 //! The client's admin token: caching, refresh, rotation, both grants, and how refusals are reported.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use controllers::keycloak::{
-    Credentials, CredentialsProvider, ErrorKind, KeycloakClient, KeycloakConfig, KeycloakError, StaticCredentials,
+    Credentials, CredentialsProvider, ErrorKind, KeycloakClient, KeycloakError, StaticCredentials,
 };
 use framework::ReconcileError;
 use futures::future::BoxFuture;
-use keycloak_emulator::{ClientSeed, EmulatorConfig, UserSeed};
+use reqwest::Method;
 use secrecy::SecretString;
+use serde_json::json;
 
-use crate::support::{REALM, TOKEN_ROUTE, client, client_config, route, start, start_with};
+use crate::support::{
+    TOKEN_ROUTE, client, client_config, create_realm_admin, realm_login_config, route, start, user_credentials,
+};
 
 /// Credentials that a test can rotate, like a Secret edited in the cluster.
 struct Rotating(Mutex<Credentials>);
@@ -38,45 +40,56 @@ impl CredentialsProvider for Missing {
 
 #[tokio::test]
 async fn the_admin_token_is_cached_across_calls() {
-    let kc = start().await;
-    let realm = client(&kc).realm(REALM);
+    let kc = start("auth-cache").await;
+    let realm = client(&kc).realm(kc.realm());
     for _ in 0..5 {
         realm.find_top_level_group("nothing").await.expect("search");
     }
-    assert_eq!(kc.hooks().count("POST", TOKEN_ROUTE), 1, "one login for five calls");
-    assert_eq!(kc.hooks().count("GET", &route("/groups")), 5);
+    assert_eq!(kc.proxy().count("POST", TOKEN_ROUTE), 1, "one login for five calls");
+    assert_eq!(kc.proxy().count("GET", &route("/groups")), 5);
 }
 
+// The client logs in to `master` by default; a short-lived token is made real by logging in to the test's own
+// realm (as an operator configured with `admin_realm` does) after shortening that realm's token lifespan.
 #[tokio::test]
 async fn tokens_expiring_within_the_refresh_margin_are_not_reused() {
-    let config = EmulatorConfig {
-        master_access_token_lifespan: Duration::from_secs(5),
-        ..EmulatorConfig::with_realm(REALM)
-    };
-    let kc = start_with(config).await;
-    let realm = crate::support::client_with(&kc, client_config(&kc, 100)).realm(REALM);
+    let kc = start("auth-margin").await;
+    let (status, body) = kc
+        .admin(Method::PUT, "", Some(json!({ "accessTokenLifespan": 5 })))
+        .await;
+    assert_eq!(status, 204, "shorten the realm's token lifespan: {body}");
+    create_realm_admin(&kc, "ops").await;
+    let keycloak = KeycloakClient::new(
+        realm_login_config(&kc),
+        Arc::new(StaticCredentials(user_credentials("ops"))),
+        None,
+    )
+    .expect("client");
+    let realm = keycloak.realm(kc.realm());
     realm.find_top_level_group("x").await.expect("first");
     realm.find_top_level_group("x").await.expect("second");
     assert_eq!(
-        kc.hooks().count("POST", TOKEN_ROUTE),
+        kc.proxy().count("POST", TOKEN_ROUTE),
         2,
         "a 5 s token is inside the 10 s refresh margin"
     );
 }
 
+// Keycloak refuses a token whose session ended (an administrator signed the user out): the client's cached token
+// is rejected with 401 before it expires, which is what its one re-login and retry are for.
 #[tokio::test]
-async fn an_expired_token_is_replaced_after_one_401() {
-    let kc = start().await;
-    let realm = client(&kc).realm(REALM);
+async fn a_rejected_token_is_replaced_after_one_401() {
+    let kc = start("auth-401").await;
+    let realm = client(&kc).realm(kc.realm());
     realm.find_top_level_group("x").await.expect("first call");
-    kc.hooks().advance_clock(Duration::from_secs(120));
+    kc.log_out_test_admin().await;
     realm
         .find_top_level_group("x")
         .await
         .expect("the 401 triggers a fresh login and one retry");
-    assert_eq!(kc.hooks().count("POST", TOKEN_ROUTE), 2);
+    assert_eq!(kc.proxy().count("POST", TOKEN_ROUTE), 2);
     assert_eq!(
-        kc.hooks().count("GET", &route("/groups")),
+        kc.proxy().count("GET", &route("/groups")),
         3,
         "first call, the rejected call, its retry"
     );
@@ -84,34 +97,27 @@ async fn an_expired_token_is_replaced_after_one_401() {
 
 #[tokio::test]
 async fn rotated_credentials_take_effect_without_a_restart() {
-    let mut config = EmulatorConfig::with_realm(REALM);
-    config
-        .users
-        .push(UserSeed::new("master", "ops").password("first").role("admin"));
-    config
-        .users
-        .push(UserSeed::new("master", "ops2").password("second").role("admin"));
-    let kc = start_with(config).await;
-    let provider = Arc::new(Rotating(Mutex::new(Credentials::admin_password(
-        "ops",
-        SecretString::from("first"),
-    ))));
-    let keycloak = KeycloakClient::new(client_config(&kc, 100), provider.clone(), None).expect("client");
-    let realm = keycloak.realm(REALM);
+    let kc = start("auth-rotate").await;
+    create_realm_admin(&kc, "ops").await;
+    create_realm_admin(&kc, "ops2").await;
+    let provider = Arc::new(Rotating(Mutex::new(user_credentials("ops"))));
+    let keycloak = KeycloakClient::new(realm_login_config(&kc), provider.clone(), None).expect("client");
+    let realm = keycloak.realm(kc.realm());
     realm.find_top_level_group("x").await.expect("as ops");
-    *provider.0.lock().expect("lock") = Credentials::admin_password("ops2", SecretString::from("second"));
+    *provider.0.lock().expect("lock") = user_credentials("ops2");
     realm.find_top_level_group("x").await.expect("as ops2");
-    assert_eq!(kc.hooks().count("POST", TOKEN_ROUTE), 2, "new credentials, new login");
+    assert_eq!(kc.proxy().count("POST", TOKEN_ROUTE), 2, "new credentials, new login");
 }
 
 #[tokio::test]
 async fn refused_credentials_are_unauthorized_without_leaking_the_password() {
-    let kc = start().await;
-    let credentials = Credentials::admin_password("admin", SecretString::from("wrong-password-123"));
+    let kc = start("auth-refused").await;
+    let (username, _) = kc.admin_credentials();
+    let credentials = Credentials::admin_password(username, SecretString::from("wrong-password-123"));
     let keycloak =
         KeycloakClient::new(client_config(&kc, 100), Arc::new(StaticCredentials(credentials)), None).expect("client");
     let error = keycloak
-        .realm(REALM)
+        .realm(kc.realm())
         .find_top_level_group("x")
         .await
         .expect_err("refused");
@@ -125,60 +131,53 @@ async fn refused_credentials_are_unauthorized_without_leaking_the_password() {
 
 #[tokio::test]
 async fn missing_credentials_are_reported_as_such() {
-    let kc = start().await;
+    let kc = start("auth-missing").await;
     let keycloak = KeycloakClient::new(client_config(&kc, 100), Arc::new(Missing), None).expect("client");
-    let error = keycloak.realm(REALM).get_group("x").await.expect_err("no credentials");
+    let error = keycloak
+        .realm(kc.realm())
+        .get_group("x")
+        .await
+        .expect_err("no credentials");
     assert_eq!(error.kind(), ErrorKind::Unauthorized);
     assert_eq!(error.category(), framework::ErrorCategory::Dependency);
-    assert_eq!(kc.hooks().total_requests(), 0, "nothing is sent without credentials");
+    assert_eq!(kc.proxy().total(), 0, "nothing is sent without credentials");
 }
 
 #[tokio::test]
 async fn client_credentials_in_the_target_realm_work() {
-    let mut config = EmulatorConfig::with_realm(REALM);
-    config.clients.push(ClientSeed::service_account(
-        REALM,
-        "operator",
-        "op-secret",
-        &["realm-admin"],
-    ));
-    let kc = start_with(config).await;
-    let settings = KeycloakConfig {
-        token_realm: REALM.into(),
-        ..client_config(&kc, 100)
-    };
+    let kc = start("auth-svc").await;
+    kc.create_client(json!({
+        "clientId": "operator", "secret": "op-secret", "publicClient": false,
+        "standardFlowEnabled": false, "serviceAccountsEnabled": true,
+    }))
+    .await;
+    kc.grant_client_roles("service-account-operator", "realm-management", &["realm-admin"])
+        .await;
     let credentials = Credentials::client_credentials("operator", SecretString::from("op-secret"));
-    let keycloak = KeycloakClient::new(settings, Arc::new(StaticCredentials(credentials)), None).expect("client");
+    let keycloak =
+        KeycloakClient::new(realm_login_config(&kc), Arc::new(StaticCredentials(credentials)), None).expect("client");
     let group = keycloak
-        .realm(REALM)
+        .realm(kc.realm())
         .ensure_top_level_group("svc-made", &Default::default())
         .await
         .expect("ensure");
     assert!(group.created);
-    assert_eq!(kc.hooks().group_id(REALM, "/svc-made"), Some(group.value.id));
+    assert_eq!(kc.group_id("/svc-made").await, Some(group.value.id));
 }
 
 #[tokio::test]
 async fn a_caller_without_the_role_is_forbidden() {
-    let mut config = EmulatorConfig::with_realm(REALM);
-    config
-        .users
-        .push(UserSeed::new(REALM, "viewer").password("pw").role("view-users"));
-    let kc = start_with(config).await;
-    let settings = KeycloakConfig {
-        token_realm: REALM.into(),
-        ..client_config(&kc, 100)
-    };
+    let kc = start("auth-forbidden").await;
+    kc.create_user("viewer", &[]).await;
+    kc.grant_client_roles("viewer", "realm-management", &["view-users"])
+        .await;
     let keycloak = KeycloakClient::new(
-        settings,
-        Arc::new(StaticCredentials(Credentials::admin_password(
-            "viewer",
-            SecretString::from("pw"),
-        ))),
+        realm_login_config(&kc),
+        Arc::new(StaticCredentials(user_credentials("viewer"))),
         None,
     )
     .expect("client");
-    let realm = keycloak.realm(REALM);
+    let realm = keycloak.realm(kc.realm());
     realm.find_top_level_group("x").await.expect("viewing is allowed");
     let error = realm
         .create_top_level_group("x", &Default::default())
@@ -190,15 +189,16 @@ async fn a_caller_without_the_role_is_forbidden() {
 
 #[tokio::test]
 async fn explicit_credentials_per_call_override_the_provider() {
-    let mut config = EmulatorConfig::with_realm(REALM);
-    config
-        .users
-        .push(UserSeed::new("master", "ops").password("pw").role("admin"));
-    let kc = start_with(config).await;
+    let kc = start("auth-explicit").await;
+    let (username, password) = kc.admin_credentials();
     let keycloak = KeycloakClient::new(client_config(&kc, 100), Arc::new(Missing), None).expect("client");
-    let realm = keycloak.realm_with(REALM, Credentials::admin_password("ops", SecretString::from("pw")));
+    let realm = keycloak.realm_with(
+        kc.realm(),
+        Credentials::admin_password(username, SecretString::from(password.to_string())),
+    );
     realm
         .find_top_level_group("x")
         .await
         .expect("the explicit credentials are used");
+    assert_eq!(kc.proxy().count("POST", TOKEN_ROUTE), 1);
 }

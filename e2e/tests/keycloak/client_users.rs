@@ -1,25 +1,22 @@
 //! User lookups through the client: by username, email or id; unknown users reported, not fatal.
 
 use controllers::keycloak::UserRef;
-use keycloak_emulator::{EmulatorConfig, UserSeed};
+use e2e::harness::keycloak::TestRealm;
 
-use crate::support::{REALM, realm, start_with};
+use crate::support::{create_user_with_email, realm, start};
 
-fn config() -> EmulatorConfig {
-    let mut config = EmulatorConfig::with_realm(REALM);
-    config
-        .users
-        .push(UserSeed::new(REALM, "Alice").email("alice@example.org"));
-    config
-        .users
-        .push(UserSeed::new(REALM, "alice2").email("other@example.org"));
-    config.users.push(UserSeed::new(REALM, "bob"));
-    config
+/// A realm with `Alice` (stored lower-cased), `alice2` and `bob`.
+async fn seeded(prefix: &str) -> TestRealm {
+    let kc = start(prefix).await;
+    create_user_with_email(&kc, "Alice", "alice@example.org").await;
+    create_user_with_email(&kc, "alice2", "other@example.org").await;
+    kc.create_user("bob", &[]).await;
+    kc
 }
 
 #[tokio::test]
 async fn users_are_found_by_exact_username_email_or_id() {
-    let kc = start_with(config()).await;
+    let kc = seeded("us-find").await;
     let realm = realm(&kc, 100);
     let alice = realm
         .find_user_by_username("ALICE")
@@ -47,9 +44,9 @@ async fn users_are_found_by_exact_username_email_or_id() {
 
 #[tokio::test]
 async fn resolving_reports_unknown_users_without_failing() {
-    let kc = start_with(config()).await;
+    let kc = seeded("us-resolve").await;
     let realm = realm(&kc, 100);
-    let bob = kc.hooks().user_id(REALM, "bob").expect("bob");
+    let bob = kc.user_id("bob").await.expect("bob");
     let references = vec![
         UserRef::Username("alice".into()),
         UserRef::Id(bob.clone()),

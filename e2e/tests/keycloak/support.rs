@@ -1,134 +1,42 @@
-//! Shared fixtures: an emulator per test, raw HTTP helpers for conformance checks, and a configured client.
+//! Shared fixtures: a realm of its own on the run's real Keycloak for each test (behind the harness's fault
+//! proxy), the operator's Keycloak client pointed at that proxy, and raw HTTP helpers for the wire checks.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use controllers::keycloak::{Credentials, KeycloakClient, KeycloakConfig, RealmClient, StaticCredentials};
+use e2e::harness::keycloak::{Flavour, RealmSetup, TestRealm, password_of, unique_realm};
 use framework::backoff::BackoffPolicy;
 use framework::http::HttpSettings;
-use keycloak_emulator::{EmulatorConfig, EmulatorHandle, KeycloakEmulator};
-use reqwest::{Method, Response};
+use reqwest::Method;
 use secrecy::SecretString;
-use serde_json::Value;
+use serde_json::{Value, json};
 
-/// The realm every test works in.
-pub const REALM: &str = "nebari";
+/// The password of each test's administrator (distinctive, so a leak into a message would be noticed).
+pub const ADMIN_PASSWORD: &str = "kc-suite-admin-password-5e1f";
 
-/// An emulator with the `nebari` realm.
-pub async fn start() -> EmulatorHandle {
-    start_with(EmulatorConfig::with_realm(REALM)).await
+/// A realm of its own, named after `prefix`, on the run's default Keycloak.
+pub async fn start(prefix: &str) -> TestRealm {
+    start_on(Flavour::Default, prefix).await
 }
 
-/// An emulator with a custom configuration.
-pub async fn start_with(config: EmulatorConfig) -> EmulatorHandle {
-    KeycloakEmulator::start(config).await.expect("keycloak emulator starts")
+/// A realm of its own, named after `prefix`, on the run's Keycloak of `flavour`.
+pub async fn start_on(flavour: Flavour, prefix: &str) -> TestRealm {
+    TestRealm::create(RealmSetup {
+        name: &unique_realm(prefix),
+        flavour,
+        tls: None,
+        admin_password: ADMIN_PASSWORD,
+    })
+    .await
 }
 
 /// A plain HTTP client for speaking the wire protocol directly.
 pub fn http() -> reqwest::Client {
     reqwest::Client::builder()
-        .timeout(Duration::from_secs(10))
+        .timeout(Duration::from_secs(20))
         .build()
         .expect("http client")
-}
-
-/// Posts a form to a realm's token endpoint.
-pub async fn token_request(kc: &EmulatorHandle, realm: &str, form: &[(&str, &str)]) -> Response {
-    http()
-        .post(format!("{}/realms/{realm}/protocol/openid-connect/token", kc.url()))
-        .form(form)
-        .send()
-        .await
-        .expect("token endpoint answers")
-}
-
-/// A master-realm admin token from the password grant through `admin-cli`.
-pub async fn admin_token(kc: &EmulatorHandle) -> String {
-    let (username, password) = kc.admin_credentials();
-    let form = [
-        ("grant_type", "password"),
-        ("client_id", "admin-cli"),
-        ("username", username),
-        ("password", password),
-    ];
-    let body: Value = token_request(kc, "master", &form)
-        .await
-        .json()
-        .await
-        .expect("token json");
-    body["access_token"].as_str().expect("access_token").to_string()
-}
-
-/// A token for a user of `realm` (logging in through `admin-cli`).
-pub async fn user_token(kc: &EmulatorHandle, realm: &str, username: &str, password: &str) -> String {
-    let form = [
-        ("grant_type", "password"),
-        ("client_id", "admin-cli"),
-        ("username", username),
-        ("password", password),
-    ];
-    let body: Value = token_request(kc, realm, &form).await.json().await.expect("token json");
-    body["access_token"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no token for {username}: {body}"))
-        .to_string()
-}
-
-/// An admin API request (`path` relative to `/admin/realms/{REALM}`) with a bearer token and optional JSON body.
-pub async fn admin(kc: &EmulatorHandle, token: &str, method: Method, path: &str, body: Option<Value>) -> Response {
-    let url = format!("{}/admin/realms/{REALM}{path}", kc.url());
-    let mut request = http().request(method, url).bearer_auth(token);
-    if let Some(body) = body {
-        request = request.json(&body);
-    }
-    request.send().await.expect("admin API answers")
-}
-
-/// `admin` for a GET whose 200 JSON body is returned.
-pub async fn get_json(kc: &EmulatorHandle, token: &str, path: &str) -> Value {
-    let response = admin(kc, token, Method::GET, path, None).await;
-    assert_eq!(response.status(), 200, "GET {path}");
-    response.json().await.expect("json body")
-}
-
-/// The id at the end of a create's `Location`.
-pub fn location_id(response: &Response) -> String {
-    let location = response
-        .headers()
-        .get("location")
-        .expect("Location header")
-        .to_str()
-        .expect("ascii");
-    location.rsplit('/').next().expect("id segment").to_string()
-}
-
-/// Creates a top-level group over the wire; returns its id.
-pub async fn create_group(kc: &EmulatorHandle, token: &str, name: &str) -> String {
-    let response = admin(
-        kc,
-        token,
-        Method::POST,
-        "/groups",
-        Some(serde_json::json!({ "name": name })),
-    )
-    .await;
-    assert_eq!(response.status(), 201, "create group {name}");
-    location_id(&response)
-}
-
-/// Creates a child group over the wire; returns its id.
-pub async fn create_child(kc: &EmulatorHandle, token: &str, parent: &str, name: &str) -> String {
-    let path = format!("/groups/{parent}/children");
-    let response = admin(
-        kc,
-        token,
-        Method::POST,
-        &path,
-        Some(serde_json::json!({ "name": name })),
-    )
-    .await;
-    assert_eq!(response.status(), 201, "create child {name}");
-    location_id(&response)
 }
 
 /// Fast HTTP settings for tests: short timeouts, quick retries.
@@ -144,36 +52,118 @@ pub fn fast_http(retries: u32) -> HttpSettings {
     }
 }
 
-/// A client configuration for the emulator with a given page size.
-pub fn client_config(kc: &EmulatorHandle, page_size: u32) -> KeycloakConfig {
+/// A client configuration for the realm's proxy with a given page size (admin logins to `master`).
+pub fn client_config(kc: &TestRealm, page_size: u32) -> KeycloakConfig {
     KeycloakConfig {
         page_size,
-        http: fast_http(2),
+        // Generous enough for a busy 2-core machine running Keycloak and the tests side by side.
+        http: HttpSettings {
+            request_timeout: Duration::from_secs(10),
+            ..fast_http(2)
+        },
         ..KeycloakConfig::new(kc.url())
     }
 }
 
-/// A client logging in as the master admin.
-pub fn client(kc: &EmulatorHandle) -> KeycloakClient {
+/// A client logging in as the test's master-realm administrator.
+pub fn client(kc: &TestRealm) -> KeycloakClient {
     client_with(kc, client_config(kc, 100))
 }
 
-/// A client with a custom configuration, logging in as the master admin.
-pub fn client_with(kc: &EmulatorHandle, config: KeycloakConfig) -> KeycloakClient {
+/// A client with a custom configuration, logging in as the test's master-realm administrator.
+pub fn client_with(kc: &TestRealm, config: KeycloakConfig) -> KeycloakClient {
     let (username, password) = kc.admin_credentials();
     let credentials = Credentials::admin_password(username, SecretString::from(password.to_string()));
     KeycloakClient::new(config, Arc::new(StaticCredentials(credentials)), None).expect("client")
 }
 
-/// The `nebari` realm through a master-admin client with pages of `page_size`.
-pub fn realm(kc: &EmulatorHandle, page_size: u32) -> RealmClient {
-    client_with(kc, client_config(kc, page_size)).realm(REALM)
+/// The test's realm through a master-admin client with pages of `page_size`.
+pub fn realm(kc: &TestRealm, page_size: u32) -> RealmClient {
+    client_with(kc, client_config(kc, page_size)).realm(kc.realm())
 }
 
-/// Route template of an admin path, as the emulator counts it.
+/// A client configuration logging in to the test's realm itself (not `master`).
+pub fn realm_login_config(kc: &TestRealm) -> KeycloakConfig {
+    KeycloakConfig {
+        token_realm: kc.realm().to_string(),
+        ..client_config(kc, 100)
+    }
+}
+
+/// Password credentials of a user made by `TestRealm::create_user` (through `admin-cli`).
+pub fn user_credentials(username: &str) -> Credentials {
+    Credentials::admin_password(username, SecretString::from(password_of(username)))
+}
+
+/// Creates a user of the test realm holding `realm-management`'s `realm-admin` role; returns its id.
+pub async fn create_realm_admin(kc: &TestRealm, username: &str) -> String {
+    let id = kc.create_user(username, &[]).await;
+    kc.grant_client_roles(username, "realm-management", &["realm-admin"])
+        .await;
+    id
+}
+
+/// Creates an enabled user with a complete profile, the password `<username>-password` and this email address;
+/// returns its id.
+pub async fn create_user_with_email(kc: &TestRealm, username: &str, email: &str) -> String {
+    let (status, body) = kc
+        .admin(
+            Method::POST,
+            "/users",
+            Some(json!({
+                "username": username, "enabled": true, "email": email, "emailVerified": true,
+                "firstName": username, "lastName": "Test",
+                "credentials": [{"type": "password", "value": password_of(username), "temporary": false}],
+            })),
+        )
+        .await;
+    assert_eq!(status, 201, "create user {username}: {body}");
+    kc.user_id(username).await.expect("the user exists")
+}
+
+/// Route template of an admin path of the realm, as the proxy counts it.
 pub fn route(path: &str) -> String {
     format!("/admin/realms/{{realm}}{path}")
 }
 
 /// Route template of the token endpoint.
 pub const TOKEN_ROUTE: &str = "/realms/{realm}/protocol/openid-connect/token";
+
+/// Posts a form straight to `realm`'s token endpoint (not through the proxy); returns status and JSON.
+pub async fn token_request(kc: &TestRealm, realm: &str, form: &[(&str, &str)]) -> (u16, Value) {
+    let response = http()
+        .post(format!(
+            "{}/realms/{realm}/protocol/openid-connect/token",
+            kc.direct_url()
+        ))
+        .form(form)
+        .send()
+        .await
+        .expect("the token endpoint answers");
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+/// A token for a user of the test realm (password grant through `admin-cli`).
+pub async fn user_token(kc: &TestRealm, username: &str) -> String {
+    let password = password_of(username);
+    let form = [
+        ("grant_type", "password"),
+        ("client_id", "admin-cli"),
+        ("username", username),
+        ("password", password.as_str()),
+    ];
+    let (status, body) = token_request(kc, kc.realm(), &form).await;
+    assert_eq!(status, 200, "{username} logs in: {body}");
+    body["access_token"].as_str().expect("an access token").to_string()
+}
+
+/// The claims of a JWT (no signature check: the token came straight from the server).
+pub fn claims(token: &str) -> Value {
+    use base64::Engine;
+    let payload = token.split('.').nth(1).expect("a JWT has a payload");
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .expect("base64url payload");
+    serde_json::from_slice(&bytes).expect("JSON claims")
+}
