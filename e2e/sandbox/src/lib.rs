@@ -2,8 +2,11 @@
 //!
 //! It starts the API emulator and writes a kubeconfig, installs the operator's CRDs and the third-party ones it
 //! writes, prepares the surroundings each controller expects (shared Gateways, Keycloak, Rancher, a real
-//! Keystone, credentials Secrets), plays cert-manager and Envoy Gateway, starts the real `manager` binary, and
-//! applies `manifests/samples`. Everything stops on Ctrl-C.
+//! Keystone, a real Keycloak for ManagedRancherProject, credentials Secrets), plays cert-manager and Envoy
+//! Gateway, starts the real `manager` binary, and applies `manifests/samples`. Everything stops on Ctrl-C.
+//!
+//! The real Keycloak is the test run's (`E2E_SUBSTRATE`, set by `substrate run`) when there is one, else one the
+//! sandbox starts from the copy `e2e/substrate/provision.sh` prepared.
 
 pub mod bench;
 pub mod chaos;
@@ -26,6 +29,7 @@ use e2e::harness::cluster::client_for;
 use e2e::keystone::fault_proxy::FaultProxy;
 use kube_emulator::{ApiServer, ServerConfig, ServerHandle};
 use manager::ManagerChild;
+use substrate::{KeycloakEndpoint, KeycloakFlavour, Provisioned, RealKeycloak, SUBSTRATE_ENV, Substrate};
 
 /// How to start the sandbox.
 #[derive(Clone, Debug)]
@@ -47,6 +51,9 @@ pub struct SandboxOptions {
     /// Have the API emulator log every request (arrival, time taken, answer) to `api-requests.log` in the work
     /// directory: evidence for a client-side report of a request without an answer.
     pub api_request_log: bool,
+    /// The real Keycloak the ManagedRancherProject controller uses (in a realm of its own there). `None`: the
+    /// test run's (`E2E_SUBSTRATE`) when set, else one the sandbox starts from the provisioned copy.
+    pub rancher_keycloak: Option<KeycloakEndpoint>,
 }
 
 impl SandboxOptions {
@@ -61,6 +68,7 @@ impl SandboxOptions {
             manager_args: Vec::new(),
             apply_samples: true,
             api_request_log: false,
+            rancher_keycloak: None,
         }
     }
 }
@@ -99,6 +107,8 @@ pub struct Sandbox {
     keystone: keystone::KeystoneSandbox,
     keystone_proxy: Option<FaultProxy>,
     rancher: surroundings::rancher::ProjectSandbox,
+    /// The Keycloak the sandbox started itself (none when it uses another's); dropped last, after the realm.
+    keycloak_server: Option<RealKeycloak>,
     kubeconfig: PathBuf,
     manager_log: PathBuf,
     manager_user: String,
@@ -126,15 +136,32 @@ impl Sandbox {
         let nebari = surroundings::nebari::prepare(&client)
             .await
             .map_err(|e| SandboxError::start("NebariApp surroundings", e))?;
-        let keystone = keystone::prepare(&client, &options.work_dir).await?;
+        // Keystone and a Keycloak of the sandbox's own are both slow to start: side by side.
+        let (keystone, keycloak) = tokio::join!(
+            keystone::prepare(&client, &options.work_dir),
+            rancher_keycloak(&options)
+        );
+        let (keystone, (endpoint, keycloak_server, shared)) = (keystone?, keycloak?);
         let keystone_proxy = match options.keystone_fault_proxy {
             false => None,
             true => Some(keystone.put_behind_fault_proxy(&client).await?),
         };
-        let rancher =
-            surroundings::rancher::sandbox_prepare(&client, surroundings::rancher::ProjectSandboxOptions::default())
-                .await
-                .map_err(|e| SandboxError::start("Rancher and Keycloak for ManagedRancherProject", e))?;
+        let defaults = surroundings::rancher::ProjectSandboxOptions::default();
+        let rancher = surroundings::rancher::sandbox_prepare(
+            &client,
+            surroundings::rancher::ProjectSandboxOptions {
+                keycloak: Some(endpoint),
+                // On a Keycloak others use too (several sandboxes of one test run), a realm name of its own.
+                realm: if shared {
+                    e2e::harness::keycloak::unique_realm(&defaults.realm)
+                } else {
+                    defaults.realm.clone()
+                },
+                ..defaults
+            },
+        )
+        .await
+        .map_err(|e| SandboxError::start("Rancher and Keycloak for ManagedRancherProject", e))?;
         let tasks = vec![tokio::spawn(standins::run_cert_manager(
             client.clone(),
             shutdown.clone(),
@@ -178,6 +205,7 @@ impl Sandbox {
             keystone,
             keystone_proxy,
             rancher,
+            keycloak_server,
             kubeconfig: options.kubeconfig,
             manager_log,
             manager_user: identity.user,
@@ -248,7 +276,7 @@ impl Sandbox {
         self.nebari.keycloak()
     }
 
-    /// The Rancher emulator and the ManagedRancherProject controller's Keycloak.
+    /// The Rancher emulator and the ManagedRancherProject controller's Keycloak realm.
     pub fn rancher(&self) -> &surroundings::rancher::ProjectSandbox {
         &self.rancher
     }
@@ -285,8 +313,39 @@ impl Sandbox {
         self.nebari.stop().await;
         self.keystone.stop();
         self.rancher.stop().await;
+        drop(self.keycloak_server.take());
         self.api.shutdown().await;
     }
+}
+
+/// The real Keycloak for the ManagedRancherProject surroundings: the one the options name, else the test run's
+/// (`E2E_SUBSTRATE`), else one started here from the provisioned copy (then also its server, which stops when
+/// dropped). The flag says whether others may use the same Keycloak.
+async fn rancher_keycloak(
+    options: &SandboxOptions,
+) -> Result<(KeycloakEndpoint, Option<RealKeycloak>, bool), SandboxError> {
+    if let Some(endpoint) = &options.rancher_keycloak {
+        return Ok((endpoint.clone(), None, true));
+    }
+    if std::env::var_os(SUBSTRATE_ENV).is_some() {
+        let substrate = Substrate::from_env().map_err(|e| SandboxError::start("Keycloak", e))?;
+        let endpoint = substrate.keycloak.ok_or_else(|| {
+            SandboxError::start(
+                "Keycloak",
+                format!("the test run's substrate ({SUBSTRATE_ENV}) runs without Keycloak: run it with `--keycloak default` or `both`"),
+            )
+        })?;
+        return Ok((endpoint, None, true));
+    }
+    // A missing copy fails with `run e2e/substrate/provision.sh`.
+    let server = RealKeycloak::start(
+        &Provisioned::locate(),
+        KeycloakFlavour::Default,
+        &options.work_dir.join("keycloak"),
+    )
+    .await
+    .map_err(|e| SandboxError::start("Keycloak (for ManagedRancherProject)", e))?;
+    Ok((server.endpoint().clone(), Some(server), false))
 }
 
 async fn install_crds(client: &Client) -> Result<(), SandboxError> {

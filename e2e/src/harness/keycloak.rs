@@ -12,10 +12,6 @@ use substrate::{KeycloakEndpoint, Substrate};
 
 use super::fault_proxy::{FaultProxy, keycloak_route};
 
-/// The substrate crate (the run's real components), for callers that depend on this crate alone and start or
-/// name a Keycloak themselves (the sandbox).
-pub use ::substrate;
-
 /// Which of the run's two Keycloaks a realm lives on.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Flavour {

@@ -1,8 +1,11 @@
 //! A binding removed from the spec takes its access with it: its PRTB, its members and its group go; the shared
 //! parent group and the other binding stay.
 
+use e2e::harness::fault_proxy::Fault;
+
 use crate::support::{
-    PARENT, Setup, World, binding, binding_status, group_name, group_path, wait_state, writer_labels, writer_spec,
+    PARENT, Setup, World, binding, binding_status, group_name, group_path, is_ready, wait_keycloak, wait_state,
+    writer_labels, writer_spec,
 };
 
 #[tokio::test]
@@ -60,17 +63,17 @@ async fn a_binding_removed_from_the_spec_loses_its_prtb_members_and_group_and_th
     })
     .await;
     assert!(
-        !world.group_exists(&group_path(&members)),
+        !world.group_exists(&group_path(&members)).await,
         "the member group is deleted"
     );
     for user in ["bob", "carol"] {
-        assert!(
-            world.env.keycloak.hooks().user_group_paths("waldur", user).is_empty(),
-            "{user} has no group left"
-        );
+        assert!(world.user_groups(user).await.is_empty(), "{user} has no group left");
     }
-    assert!(world.group_exists(&format!("/{PARENT}")), "the parent stays");
-    assert_eq!(world.members(&group_path(&admins)), Some(vec!["alice".to_string()]));
+    assert!(world.group_exists(&format!("/{PARENT}")).await, "the parent stays");
+    assert_eq!(
+        world.members(&group_path(&admins)).await,
+        Some(vec!["alice".to_string()])
+    );
     let note = world.wait_event("bindings-4444dddd", "BindingRemoved").await;
     assert!(
         note.contains("project-member") && note.contains("Keycloak group"),
@@ -86,35 +89,27 @@ async fn a_changed_parent_group_leaves_no_group_with_members_under_the_old_paren
     let mut spec = writer_spec("Moving", rp, vec![binding(&group, "project-member", &["alice"])]);
     world.write("moving-4545dddd", spec.clone(), writer_labels(rp)).await;
     world.wait_ready("moving-4545dddd").await;
-    assert!(world.group_exists(&group_path(&group)));
+    assert!(world.group_exists(&group_path(&group)).await);
 
     spec["keycloak"]["parentGroupName"] = serde_json::json!("c_renamed");
     world.write("moving-4545dddd", spec, writer_labels(rp)).await;
     let new_path = format!("/c_renamed/{group}");
-    world
-        .wait_for("moving-4545dddd", "the group under the new parent", |o| {
-            crate::support::is_ready(o)
-                && binding_status(o, &group).is_some_and(|b| {
-                    b["keycloakGroupId"]
-                        == world
-                            .env
-                            .keycloak
-                            .hooks()
-                            .group_id("waldur", &new_path)
-                            .unwrap_or_default()
-                            .as_str()
-                })
-        })
-        .await;
-    assert_eq!(world.members(&new_path), Some(vec!["alice".to_string()]));
+    wait_keycloak("the group under the new parent, recorded", || async {
+        let id = world.group_id(&new_path).await.ok_or("no group under the new parent")?;
+        let object = world.get("moving-4545dddd").await.ok_or("no object")?;
+        if is_ready(&object) && binding_status(&object, &group).is_some_and(|b| b["keycloakGroupId"] == id.as_str()) {
+            Ok(())
+        } else {
+            Err(object["status"].to_string())
+        }
+    })
+    .await;
+    assert_eq!(world.members(&new_path).await, Some(vec!["alice".to_string()]));
     assert!(
-        !world.group_exists(&group_path(&group)),
+        !world.group_exists(&group_path(&group)).await,
         "the group under the old parent is gone"
     );
-    assert_eq!(
-        world.env.keycloak.hooks().user_group_paths("waldur", "alice"),
-        vec![new_path]
-    );
+    assert_eq!(world.user_groups("alice").await, vec![new_path]);
 }
 
 #[tokio::test]
@@ -198,8 +193,6 @@ async fn a_binding_someone_else_made_is_used_but_never_deleted() {
 
 #[tokio::test]
 async fn a_failed_removal_of_the_replaced_group_is_recorded_and_retried_until_done() {
-    use keycloak_emulator::Fault;
-
     let world = World::start(Setup::default()).await;
     let rp = "4646dddd4b2c4e7f9a0b1c2d3e4f5a6b";
     let group = group_name(rp, "project_member");
@@ -207,17 +200,13 @@ async fn a_failed_removal_of_the_replaced_group_is_recorded_and_retried_until_do
     world.write("retried-4646dddd", spec.clone(), writer_labels(rp)).await;
     world.wait_ready("retried-4646dddd").await;
     let old_id = world
-        .env
-        .keycloak
-        .hooks()
-        .group_id("waldur", &group_path(&group))
+        .group_id(&group_path(&group))
+        .await
         .expect("the group under the first parent");
 
     // Keycloak refuses to delete groups while the parent changes: the old group stays, and so does its record.
     let fault = world
-        .env
-        .keycloak
-        .hooks()
+        .keycloak_proxy()
         .add_fault(Fault::on("DELETE", "/admin/realms/{realm}/groups/{id}").status(500));
     spec["keycloak"]["parentGroupName"] = serde_json::json!("c_retried");
     world.write("retried-4646dddd", spec, writer_labels(rp)).await;
@@ -228,7 +217,7 @@ async fn a_failed_removal_of_the_replaced_group_is_recorded_and_retried_until_do
         })
         .await;
     assert!(
-        world.group_exists(&group_path(&group)),
+        world.group_exists(&group_path(&group)).await,
         "the delete failed: the group is still there"
     );
     assert_ne!(
@@ -238,18 +227,15 @@ async fn a_failed_removal_of_the_replaced_group_is_recorded_and_retried_until_do
     );
 
     // Once Keycloak accepts deletes again, the retry removes the old group and forgets it.
-    assert!(world.env.keycloak.hooks().remove_fault(fault));
+    assert!(world.keycloak_proxy().remove_fault(fault));
     world
         .wait_for("retried-4646dddd", "the replaced group removed", |o| {
             crate::support::is_ready(o)
                 && binding_status(o, &group).is_some_and(|b| b.get("replacedKeycloakGroupId").is_none())
         })
         .await;
-    assert!(!world.group_exists(&group_path(&group)), "the old group is gone");
-    assert_eq!(
-        world.env.keycloak.hooks().user_group_paths("waldur", "alice"),
-        vec![format!("/c_retried/{group}")]
-    );
+    assert!(!world.group_exists(&group_path(&group)).await, "the old group is gone");
+    assert_eq!(world.user_groups("alice").await, vec![format!("/c_retried/{group}")]);
 }
 
 #[tokio::test]
@@ -262,12 +248,13 @@ async fn a_changed_binding_description_is_written_to_the_group_this_object_creat
         entry["description"] = serde_json::json!(words);
         entry
     };
-    let description = || {
-        let tree = world.env.keycloak.hooks().group_tree("waldur");
-        tree.iter()
-            .flat_map(|parent| parent.children.iter())
-            .find(|g| g.name == group)
-            .and_then(|g| g.attributes.get("description").and_then(|d| d.first().cloned()))
+    let path = group_path(&group);
+    let description = || async {
+        world
+            .keycloak()
+            .group_attributes(&path)
+            .await
+            .and_then(|attributes| attributes.get("description").and_then(|d| d.first().cloned()))
     };
     world
         .write(
@@ -277,7 +264,7 @@ async fn a_changed_binding_description_is_written_to_the_group_this_object_creat
         )
         .await;
     world.wait_ready("described-4747dddd").await;
-    assert_eq!(description().as_deref(), Some("Members of the first team"));
+    assert_eq!(description().await.as_deref(), Some("Members of the first team"));
 
     world.reset_counters();
     world
@@ -287,9 +274,11 @@ async fn a_changed_binding_description_is_written_to_the_group_this_object_creat
             writer_labels(rp),
         )
         .await;
-    wait_state("the new description in Keycloak", || match description() {
-        Some(words) if words == "Members of the renamed team" => Ok(()),
-        other => Err(format!("description {other:?}")),
+    wait_keycloak("the new description in Keycloak", || async {
+        match description().await {
+            Some(words) if words == "Members of the renamed team" => Ok(()),
+            other => Err(format!("description {other:?}")),
+        }
     })
     .await;
     world.wait_ready("described-4747dddd").await;
@@ -299,16 +288,7 @@ async fn a_changed_binding_description_is_written_to_the_group_this_object_creat
         Some(1),
         "one group update: {breakdown:?}"
     );
-    let attributes = world
-        .env
-        .keycloak
-        .hooks()
-        .group_tree("waldur")
-        .iter()
-        .flat_map(|parent| parent.children.clone())
-        .find(|g| g.name == group)
-        .expect("group")
-        .attributes;
+    let attributes = world.keycloak().group_attributes(&path).await.expect("group");
     assert_eq!(attributes["managed_by"], vec!["rancher-keycloak-operator".to_string()]);
     assert_eq!(attributes["waldur.io/owner"].len(), 1, "the owner record is kept");
 }

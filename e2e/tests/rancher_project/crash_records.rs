@@ -6,20 +6,16 @@ use e2e::harness::{Deadline, wait_until};
 use kube_emulator::Fault;
 
 use crate::support::{
-    REALM, Setup, World, binding, group_name, group_path, replace_spec, wait_members, writer_labels, writer_spec,
+    Setup, World, binding, group_name, group_path, replace_spec, wait_members, writer_labels, writer_spec,
 };
 
 /// The values of the group's `waldur.io/added-members` record.
-fn record(world: &World, group: &str) -> Vec<String> {
+async fn record(world: &World, group: &str) -> Vec<String> {
     world
-        .env
-        .keycloak
-        .hooks()
-        .group_tree(REALM)
-        .iter()
-        .flat_map(|parent| parent.children.clone())
-        .find(|g| g.name == group)
-        .and_then(|g| g.attributes.get("waldur.io/added-members").cloned())
+        .keycloak()
+        .group_attributes(&group_path(group))
+        .await
+        .and_then(|attributes| attributes.get("waldur.io/added-members").cloned())
         .unwrap_or_default()
 }
 
@@ -50,11 +46,11 @@ async fn a_member_added_by_a_pass_killed_before_its_status_write_is_removed_afte
         .await
         .expect("add bob");
     wait_members(&world, &group_path(&group), &["alice", "bob"]).await;
-    let bob = world.env.keycloak.hooks().user_id(REALM, "bob").expect("bob exists");
+    let bob = world.user_id("bob").await.expect("bob exists");
+    let recorded = record(&world, &group).await;
     assert!(
-        record(&world, &group).iter().any(|v| v.ends_with(&format!(":{bob}"))),
-        "bob was recorded before he was added: {:?}",
-        record(&world, &group)
+        recorded.iter().any(|v| v.ends_with(&format!(":{bob}"))),
+        "bob was recorded before he was added: {recorded:?}"
     );
     world.manager_mut().kill().await;
     let stored = world.get(name).await.expect("the object");
@@ -74,7 +70,7 @@ async fn a_member_added_by_a_pass_killed_before_its_status_write_is_removed_afte
     world.start_manager(Vec::new()).await;
     wait_members(&world, &group_path(&group), &["alice"]).await;
     wait_until("bob's record dropped", Deadline::secs(30), || async {
-        let values = record(&world, &group);
+        let values = record(&world, &group).await;
         if values.iter().any(|v| v.ends_with(&format!(":{bob}"))) {
             Err(format!("{values:?}"))
         } else {

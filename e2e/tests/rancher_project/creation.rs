@@ -60,10 +60,13 @@ async fn a_writer_shaped_cr_gets_a_project_groups_bindings_and_members_and_becom
     assert_eq!(project["description"], "Genomics 2026 workspace");
 
     // The parent group with both child groups under it, and the members (usernames are case-insensitive).
-    assert!(world.group_exists(&format!("/{PARENT}")));
-    assert_eq!(world.members(&group_path(&admins)), Some(vec!["alice".to_string()]));
+    assert!(world.group_exists(&format!("/{PARENT}")).await);
     assert_eq!(
-        world.members(&group_path(&members)),
+        world.members(&group_path(&admins)).await,
+        Some(vec!["alice".to_string()])
+    );
+    assert_eq!(
+        world.members(&group_path(&members)).await,
         Some(vec!["bob".to_string(), "carol".to_string()])
     );
 
@@ -77,16 +80,15 @@ async fn a_writer_shaped_cr_gets_a_project_groups_bindings_and_members_and_becom
     );
 
     // Status: ids, synced members as {userIdentifier, keycloakUserId}, counts, conditions.
-    let hooks = world.env.keycloak.hooks();
     assert_eq!(
         object["status"]["keycloakParentGroupId"],
-        hooks.group_id("waldur", &format!("/{PARENT}")).expect("parent id")
+        world.group_id(&format!("/{PARENT}")).await.expect("parent id")
     );
     let admin_status = binding_status(&object, &admins).expect("admin binding status");
     assert_eq!(admin_status["rancherRole"], "project-owner");
     assert_eq!(
         admin_status["keycloakGroupId"],
-        hooks.group_id("waldur", &group_path(&admins)).expect("group id")
+        world.group_id(&group_path(&admins)).await.expect("group id")
     );
     assert!(
         admin_status["rancherBindingId"]
@@ -96,7 +98,7 @@ async fn a_writer_shaped_cr_gets_a_project_groups_bindings_and_members_and_becom
     assert_eq!(admin_status["memberCount"], 1);
     assert_eq!(
         admin_status["syncedMembers"],
-        json!([{"userIdentifier": "alice", "keycloakUserId": hooks.user_id("waldur", "alice").expect("alice")}])
+        json!([{"userIdentifier": "alice", "keycloakUserId": world.user_id("alice").await.expect("alice")}])
     );
     assert_eq!(synced(&object, &members), vec!["bob", "carol"]);
     for type_ in [

@@ -26,7 +26,7 @@ async fn a_child_group_or_prtb_deleted_behind_the_operators_back_is_restored_wit
 
     // Someone deletes the Keycloak group (and with it every membership).
     let started = std::time::Instant::now();
-    assert!(world.env.keycloak.hooks().delete_group("waldur", &group_path(&group)));
+    assert!(world.keycloak().delete_group(&group_path(&group)).await);
     wait_members(&world, &group_path(&group), &["alice", "bob"]).await;
     let group_restored = started.elapsed();
 
@@ -64,10 +64,8 @@ async fn a_child_group_or_prtb_deleted_behind_the_operators_back_is_restored_wit
         "restored within the resync interval: group {group_restored:?}, binding {binding_restored:?}"
     );
     let restored_id = world
-        .env
-        .keycloak
-        .hooks()
-        .group_id("waldur", &group_path(&group))
+        .group_id(&group_path(&group))
+        .await
         .expect("the group exists again");
     world
         .wait_for("drift-5555eeee", "the status records the new group id", |o| {

@@ -31,7 +31,7 @@ async fn a_group_bound_to_another_objects_project_cannot_be_claimed() {
         .await;
     let victim = world.wait_ready("victim-eeee1111").await;
     let victim_bindings = world.prtbs(&project_id(&victim));
-    let members_before = world.members(&group_path(&group));
+    let members_before = world.members(&group_path(&group)).await;
     assert_eq!(members_before, Some(vec!["alice".to_string()]));
 
     // Another object names the victim's group for its own project, with its own member.
@@ -64,7 +64,7 @@ async fn a_group_bound_to_another_objects_project_cannot_be_claimed() {
     let bound: Vec<String> = world.prtbs(&intruder_project).into_iter().map(|(g, _)| g).collect();
     assert!(!bound.contains(&format!("keycloakoidc_group://{group}")), "{bound:?}");
     assert_eq!(
-        world.members(&group_path(&group)),
+        world.members(&group_path(&group)).await,
         members_before,
         "mallory was not added"
     );
@@ -72,7 +72,7 @@ async fn a_group_bound_to_another_objects_project_cannot_be_claimed() {
     // A fresh manager decides the same way.
     world.manager_mut().restart().await;
     world.wait_ready("victim-eeee1111").await;
-    assert_eq!(world.members(&group_path(&group)), members_before);
+    assert_eq!(world.members(&group_path(&group)).await, members_before);
     assert_eq!(
         world.prtbs(&project_id(&victim)),
         victim_bindings,

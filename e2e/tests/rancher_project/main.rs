@@ -1,7 +1,7 @@
 //! End-to-end tests of the ManagedRancherProject and RancherProjectInventory controllers: the real `manager`
-//! process (`--controllers=managedrancherproject,rancherprojectinventory`, a 2-second resync) against the API
-//! emulator, the Rancher emulator and the Keycloak emulator. Objects are written the way the Waldur
-//! `rancher-kc-crd` plugin writes them. Every test has its own world, so they run in parallel. One module per
+//! process (`--controllers=managedrancherproject,rancherprojectinventory`, a 2-second resync) against the control
+//! plane, the Rancher emulator and a realm of its own on the run's real Keycloak (behind a fault proxy). Objects
+//! are written the way the Waldur `rancher-kc-crd` plugin writes them. Every test has its own world, so they run in parallel. One module per
 //! user story; test names state the expectation.
 
 mod support;

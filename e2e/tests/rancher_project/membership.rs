@@ -2,10 +2,8 @@
 //! a user missing from Keycloak is pending (with a reason) and joins once the user is created, without anyone
 //! touching the CR.
 
-use keycloak_emulator::UserSeed;
-
 use crate::support::{
-    REALM, Setup, World, binding, binding_status, condition, group_name, group_path, pending, synced, writer_labels,
+    Setup, World, binding, binding_status, condition, group_name, group_path, pending, synced, writer_labels,
     writer_spec,
 };
 
@@ -20,17 +18,12 @@ async fn a_member_removed_from_the_spec_leaves_the_group_and_a_hand_added_member
         .await;
     world.wait_ready("members-2222bbbb").await;
     assert_eq!(
-        world.members(&group_path(&group)),
+        world.members(&group_path(&group)).await,
         Some(vec!["alice".to_string(), "bob".to_string()])
     );
 
     // An administrator adds carol by hand; the operator leaves her alone.
-    world
-        .env
-        .keycloak
-        .hooks()
-        .add_membership(REALM, "carol", &group_path(&group))
-        .expect("add carol by hand");
+    world.keycloak().add_membership("carol", &group_path(&group)).await;
     world
         .write("members-2222bbbb", spec(&["alice"]), writer_labels(rp))
         .await;
@@ -40,7 +33,7 @@ async fn a_member_removed_from_the_spec_leaves_the_group_and_a_hand_added_member
         })
         .await;
     assert_eq!(
-        world.members(&group_path(&group)),
+        world.members(&group_path(&group)).await,
         Some(vec!["alice".to_string(), "carol".to_string()]),
         "bob (added by the operator) left; carol (added by hand) stayed"
     );
@@ -51,7 +44,7 @@ async fn a_member_removed_from_the_spec_leaves_the_group_and_a_hand_added_member
     let now = world.reconciles().await;
     world.wait_reconciles(now, 2).await;
     assert_eq!(
-        world.members(&group_path(&group)),
+        world.members(&group_path(&group)).await,
         Some(vec!["alice".to_string(), "carol".to_string()])
     );
 }
@@ -73,12 +66,7 @@ async fn with_authoritative_membership_a_hand_added_member_is_removed() {
         )
         .await;
     world.wait_ready("strict-2323bbbb").await;
-    world
-        .env
-        .keycloak
-        .hooks()
-        .add_membership(REALM, "carol", &group_path(&group))
-        .expect("add carol by hand");
+    world.keycloak().add_membership("carol", &group_path(&group)).await;
     crate::support::wait_members(&world, &group_path(&group), &["alice"]).await;
 }
 
@@ -119,16 +107,14 @@ async fn a_user_missing_from_keycloak_is_pending_and_joins_once_created() {
     let membership = condition(&object, "MembershipSynced").expect("MembershipSynced");
     assert_eq!(membership["status"], "True", "{membership}");
     assert_eq!(membership["reason"], "MembersPending");
-    assert_eq!(world.members(&group_path(&group)), Some(vec!["alice".to_string()]));
+    assert_eq!(
+        world.members(&group_path(&group)).await,
+        Some(vec!["alice".to_string()])
+    );
     let generation = object["metadata"]["generation"].clone();
 
     // dave logs in for the first time: Keycloak now knows him. Nobody touches the CR.
-    world
-        .env
-        .keycloak
-        .hooks()
-        .seed_user(&UserSeed::new(REALM, "dave"))
-        .expect("create dave");
+    world.keycloak().create_user("dave", &[]).await;
     let object = world
         .wait_for("pending-3333cccc", "dave synced", |o| {
             synced(o, &group) == vec!["alice", "dave"]
@@ -136,7 +122,7 @@ async fn a_user_missing_from_keycloak_is_pending_and_joins_once_created() {
         .await;
     assert!(pending(&object, &group).is_empty());
     assert_eq!(
-        world.members(&group_path(&group)),
+        world.members(&group_path(&group)).await,
         Some(vec!["alice".to_string(), "dave".to_string()])
     );
     assert_eq!(object["metadata"]["generation"], generation, "the CR was not touched");

@@ -31,6 +31,7 @@ async fn a_namespaced_install_makes_the_sample_ready_and_counts_it_holding_only_
             namespaces: vec![WATCHED.to_string()],
             secret_namespace: OPERATOR_NAMESPACE.to_string(),
             rancher_tls: Some(ca.issue_server_cert("rancher", &[]).expect("a certificate")),
+            realm: e2e::harness::keycloak::unique_realm("waldur"),
             ..ProjectSandboxOptions::default()
         },
     )

@@ -5,7 +5,7 @@
 
 use e2e::harness::{ManagerOptions, ManagerProcess};
 
-use crate::support::{NAMESPACE, REALM, RESYNC_SECONDS, Setup, World, binding, group_name, writer_labels, writer_spec};
+use crate::support::{NAMESPACE, RESYNC_SECONDS, Setup, World, binding, group_name, writer_labels, writer_spec};
 
 #[tokio::test]
 async fn the_manager_runs_from_rancher_keycloak_operators_environment() {
@@ -21,7 +21,7 @@ async fn the_manager_runs_from_rancher_keycloak_operators_environment() {
         ("RANCHER_BEARER_TOKEN", world.env.rancher.admin_token()),
         ("RANCHER_VERIFY_SSL", "False".to_string()),
         ("KEYCLOAK_URL", world.env.keycloak.url().to_string()),
-        ("KEYCLOAK_REALM", REALM.to_string()),
+        ("KEYCLOAK_REALM", world.realm().to_string()),
         ("KEYCLOAK_USERNAME", username.to_string()),
         ("KEYCLOAK_PASSWORD", password.to_string()),
         ("KEYCLOAK_USER_REALM", "master".to_string()),
@@ -48,7 +48,7 @@ async fn the_manager_runs_from_rancher_keycloak_operators_environment() {
         .await;
     world.wait_ready("original-cececece").await;
     assert_eq!(
-        world.members(&crate::support::group_path(&group)),
+        world.members(&crate::support::group_path(&group)).await,
         Some(vec!["alice".to_string()])
     );
     let log = world.manager().log();
@@ -61,11 +61,16 @@ async fn the_manager_runs_from_rancher_keycloak_operators_environment() {
     ] {
         assert!(log.contains(deprecated), "the log says {deprecated:?}");
     }
-    // (The emulator's Keycloak admin password is the common word "admin": only the random token is checked.)
     let token = world.env.rancher.admin_token();
     let secret_part = token.split_once(':').map_or(token.as_str(), |(_, secret)| secret);
     assert!(
         !log.contains(secret_part),
         "the Rancher token from the environment reached the log"
+    );
+    // The test administrator's password is random, so its absence from the log means something.
+    let (_, password) = world.env.keycloak.admin_credentials();
+    assert!(
+        !log.contains(password),
+        "the Keycloak password from the environment reached the log"
     );
 }

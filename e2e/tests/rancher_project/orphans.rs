@@ -162,7 +162,7 @@ async fn a_binding_group_whose_object_was_deleted_without_cleanup_is_reported_th
         },
     )
     .await;
-    assert!(world.group_exists(&path), "reported, not deleted");
+    assert!(world.group_exists(&path).await, "reported, not deleted");
 
     world.manager.take().expect("the manager").stop().await;
     world
@@ -176,7 +176,7 @@ async fn a_binding_group_whose_object_was_deleted_without_cleanup_is_reported_th
         "the orphaned group deleted",
         e2e::harness::Deadline::secs(30),
         || async {
-            if world.group_exists(&path) {
+            if world.group_exists(&path).await {
                 Err("still there".to_string())
             } else {
                 Ok(Some(()))
@@ -185,7 +185,7 @@ async fn a_binding_group_whose_object_was_deleted_without_cleanup_is_reported_th
     )
     .await;
     assert!(
-        world.group_exists(&format!("/{}", crate::support::PARENT)),
+        world.group_exists(&format!("/{}", crate::support::PARENT)).await,
         "the parent group stays"
     );
 }

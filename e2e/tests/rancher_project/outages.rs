@@ -2,7 +2,7 @@
 //! Keycloak outage shows on its condition while the phase stays `Updating`, and heals by itself; a role template
 //! Rancher refuses is `Error` at once.
 
-use keycloak_emulator::DownMode;
+use e2e::harness::fault_proxy::DownMode;
 
 use crate::support::{
     Setup, World, binding, condition, group_name, group_path, synced, wait_members, writer_labels, writer_spec,
@@ -19,7 +19,7 @@ async fn a_keycloak_outage_is_reported_on_its_condition_without_error_and_heals_
         .await;
     world.wait_ready("kc-outage-eeee0000").await;
 
-    world.env.keycloak.hooks().go_down(DownMode::Unavailable);
+    world.keycloak_proxy().go_down(DownMode::Unavailable);
     world
         .write("kc-outage-eeee0000", spec(&["alice", "bob"]), writer_labels(rp))
         .await;
@@ -42,7 +42,7 @@ async fn a_keycloak_outage_is_reported_on_its_condition_without_error_and_heals_
         "the last known members are kept"
     );
 
-    world.env.keycloak.hooks().come_up();
+    world.keycloak_proxy().come_up();
     wait_members(&world, &group_path(&group), &["alice", "bob"]).await;
     world
         .wait_for("kc-outage-eeee0000", "Ready with bob", |o| {
@@ -80,5 +80,8 @@ async fn a_role_template_rancher_refuses_is_an_error_at_once() {
         condition(&object, "RancherProjectReady").expect("condition")["status"],
         "True"
     );
-    assert_eq!(world.members(&group_path(&group)), Some(vec!["alice".to_string()]));
+    assert_eq!(
+        world.members(&group_path(&group)).await,
+        Some(vec!["alice".to_string()])
+    );
 }

@@ -89,8 +89,8 @@ async fn objects_outside_the_operators_policy_are_refused_before_anything_is_wri
         "nothing was written in Keycloak"
     );
     assert!(world.projects_named("Takeover").is_empty());
-    assert!(!world.group_exists(&group_path(&group)));
-    assert!(!world.group_exists("/admin"));
+    assert!(!world.group_exists(&group_path(&group)).await);
+    assert!(!world.group_exists("/admin").await);
 
     // Deleting a refused object touches nothing either.
     for name in ["takeover-aaaa1111", "elsewhere-bbbb1111", "admins-cccc1111"] {
@@ -110,7 +110,7 @@ async fn objects_outside_the_operators_policy_are_refused_before_anything_is_wri
         )
         .await;
     world.wait_ready("fine-dddd1111").await;
-    assert!(world.group_exists(&format!("/{PARENT}/{member}")));
+    assert!(world.group_exists(&format!("/{PARENT}/{member}")).await);
 }
 
 #[tokio::test]

@@ -71,7 +71,7 @@ async fn with_the_private_ca_configured_the_project_and_its_groups_are_ready() {
         .await;
     world.wait_ready("private-cacacaca").await;
     assert_eq!(
-        world.members(&crate::support::group_path(&group)),
+        world.members(&crate::support::group_path(&group)).await,
         Some(vec!["alice".to_string()])
     );
     assert!(

@@ -10,13 +10,12 @@
 use std::collections::BTreeMap;
 
 use e2e::harness::{Deadline, wait_until};
-use keycloak_emulator::GroupSeed;
 use kube::api::{Patch, PatchParams};
 use rancher_emulator::ProjectSeed;
 use serde_json::{Value, json};
 
 use crate::support::{
-    CLUSTER, NAMESPACE, PARENT, REALM, Setup, World, binding_status, group_name, group_path, wait_state, writer_labels,
+    CLUSTER, NAMESPACE, PARENT, Setup, World, binding_status, group_name, group_path, wait_state, writer_labels,
     writer_spec,
 };
 
@@ -68,32 +67,19 @@ async fn leave(world: &World, release: Release) -> Leftovers {
         })
         .expect("seed the project");
 
-    let hooks = world.env.keycloak.hooks().clone();
-    let marked = |description: &str| {
-        BTreeMap::from([
-            ("description".to_string(), vec![description.to_string()]),
-            ("managed_by".to_string(), vec!["rancher-keycloak-operator".to_string()]),
-        ])
-    };
-    hooks
-        .seed_group(&GroupSeed {
-            realm: REALM.to_string(),
-            path: format!("/{PARENT}"),
-            attributes: marked("Cluster access group"),
-        })
-        .expect("seed the parent group");
-    hooks
-        .seed_group(&GroupSeed {
-            realm: REALM.to_string(),
-            path: group_path(&group),
-            attributes: BTreeMap::from([("managed_by".to_string(), vec!["rancher-keycloak-operator".to_string()])]),
-        })
-        .expect("seed the binding group");
-    hooks
-        .add_membership(REALM, "alice", &group_path(&group))
-        .expect("alice is a member");
-    let alice = hooks.user_id(REALM, "alice").expect("alice");
-    let group_id = hooks.group_id(REALM, &group_path(&group)).expect("group id");
+    // The groups as the original made them (through Keycloak's admin API, as it did), marked `managed_by`.
+    let keycloak = world.keycloak();
+    let managed_by = || BTreeMap::from([("managed_by".to_string(), vec!["rancher-keycloak-operator".to_string()])]);
+    let mut parent_attributes = managed_by();
+    parent_attributes.insert("description".to_string(), vec!["Cluster access group".to_string()]);
+    keycloak.create_group(&format!("/{PARENT}")).await;
+    keycloak
+        .set_group_attributes(&format!("/{PARENT}"), &parent_attributes)
+        .await;
+    let group_id = keycloak.create_group(&group_path(&group)).await;
+    keycloak.set_group_attributes(&group_path(&group), &managed_by()).await;
+    keycloak.add_membership("alice", &group_path(&group)).await;
+    let alice = keycloak.user_id("alice").await.expect("alice");
     let prtb = world
         .rancher_call(
             reqwest::Method::POST,
@@ -143,22 +129,10 @@ async fn leave(world: &World, release: Release) -> Leftovers {
                                condition("ResourceQuotaReady", "NoQuota")],
             });
             if matches!(release, Release::V0_4) {
-                hooks
-                    .seed_group(&GroupSeed {
-                        realm: REALM.to_string(),
-                        path: format!("/{PARENT}/{CLUSTER_GROUP}"),
-                        attributes: BTreeMap::from([(
-                            "managed_by".to_string(),
-                            vec!["rancher-keycloak-operator".to_string()],
-                        )]),
-                    })
-                    .expect("seed the cluster group");
-                hooks
-                    .add_membership(REALM, "bob", &format!("/{PARENT}/{CLUSTER_GROUP}"))
-                    .expect("bob is a member");
-                let cluster_group_id = hooks
-                    .group_id(REALM, &format!("/{PARENT}/{CLUSTER_GROUP}"))
-                    .expect("cluster group id");
+                let cluster_group = format!("/{PARENT}/{CLUSTER_GROUP}");
+                let cluster_group_id = keycloak.create_group(&cluster_group).await;
+                keycloak.set_group_attributes(&cluster_group, &managed_by()).await;
+                keycloak.add_membership("bob", &cluster_group).await;
                 let crtb = world
                     .rancher_call(
                         reqwest::Method::POST,
@@ -261,6 +235,7 @@ async fn takes_over(release: Release) {
     // The upgrade: our CRD replaces the original one; stored objects are not touched.
     world.cluster.install_crds(&crds::all()).await;
 
+    let alice = world.user_id("alice").await.expect("alice");
     world.reset_counters();
     world.start_manager(Vec::new()).await;
     let taken = world.wait_ready(&left.name).await;
@@ -302,7 +277,7 @@ async fn takes_over(release: Release) {
     assert_eq!(
         binding["syncedMembers"][0]["userIdentifier"],
         if matches!(release, Release::V0_0_3) {
-            json!(world.env.keycloak.hooks().user_id(REALM, "alice"))
+            json!(alice)
         } else {
             json!("alice")
         },
@@ -328,10 +303,10 @@ async fn takes_over(release: Release) {
     world.delete(&left.name).await;
     world.wait_gone(&left.name).await;
     for group in &left.groups {
-        assert!(!world.group_exists(group), "{release:?}: {group} is removed");
+        assert!(!world.group_exists(group).await, "{release:?}: {group} is removed");
     }
     assert!(
-        !world.group_exists(&format!("/{PARENT}")),
+        !world.group_exists(&format!("/{PARENT}")).await,
         "the parent group is removed"
     );
     assert!(world.crtbs().is_empty(), "{:?}", world.crtbs());

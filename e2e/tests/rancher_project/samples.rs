@@ -13,9 +13,16 @@ use crate::support::{NAMESPACE, get_json as get, is_ready, mrp_resource, pending
 async fn the_samples_reconcile_in_the_sandbox_surroundings() {
     let cluster = TestCluster::start().await;
     cluster.install_crds(&crds::all()).await;
-    let env = sandbox_prepare(&cluster.client(), ProjectSandboxOptions::default())
-        .await
-        .expect("prepare the sandbox surroundings");
+    // The sandbox's surroundings, in a realm of the test's own on the run's Keycloak.
+    let env = sandbox_prepare(
+        &cluster.client(),
+        ProjectSandboxOptions {
+            realm: e2e::harness::keycloak::unique_realm("waldur"),
+            ..ProjectSandboxOptions::default()
+        },
+    )
+    .await
+    .expect("prepare the sandbox surroundings");
     let mut args = vec!["--rancher-resync-interval-seconds=2".to_string()];
     args.extend(env.manager_args());
     let options = ManagerOptions::controllers(&["managedrancherproject", "rancherprojectinventory"], None, args);
@@ -51,8 +58,8 @@ async fn the_samples_reconcile_in_the_sandbox_surroundings() {
     assert_eq!(pending(&sample, member_group), vec!["carol"]);
     assert_eq!(
         env.keycloak
-            .hooks()
-            .group_members("waldur", &format!("/c_c-m-glwxdksp/{member_group}")),
+            .group_members(&format!("/c_c-m-glwxdksp/{member_group}"))
+            .await,
         Some(vec!["bob".to_string()])
     );
     let inventories: Api<DynamicObject> = Api::namespaced_with(cluster.client(), NAMESPACE, &rpi_resource());

@@ -41,7 +41,10 @@ async fn cluster_bindings_shared_by_two_crs_survive_until_the_last_cr_is_deleted
         .await;
     let two = world.wait_ready("two-cccc1111").await;
     assert_eq!(world.crtbs(), expected, "one shared cluster binding");
-    assert_eq!(world.members(&group_path(&group)), Some(vec!["alice".to_string()]));
+    assert_eq!(
+        world.members(&group_path(&group)).await,
+        Some(vec!["alice".to_string()])
+    );
     for object in [&one, &two] {
         let entry = &object["status"]["clusterKeycloakRoleBindings"][0];
         assert_eq!(entry["groupName"], group.as_str());
@@ -57,13 +60,16 @@ async fn cluster_bindings_shared_by_two_crs_survive_until_the_last_cr_is_deleted
     world.delete("one-cccc0000").await;
     world.wait_gone("one-cccc0000").await;
     assert_eq!(world.crtbs(), expected, "the other CR still uses the cluster binding");
-    assert_eq!(world.members(&group_path(&group)), Some(vec!["alice".to_string()]));
+    assert_eq!(
+        world.members(&group_path(&group)).await,
+        Some(vec!["alice".to_string()])
+    );
 
     world.delete("two-cccc1111").await;
     world.wait_gone("two-cccc1111").await;
     world.wait_crtbs("the cluster binding is gone", &[]).await;
-    assert!(!world.group_exists(&group_path(&group)));
-    assert!(!world.group_exists(&format!("/{PARENT}")));
+    assert!(!world.group_exists(&group_path(&group)).await);
+    assert!(!world.group_exists(&format!("/{PARENT}")).await);
 }
 
 #[tokio::test]
@@ -129,5 +135,5 @@ async fn with_watch_namespace_objects_of_other_namespaces_still_count_for_shared
         expected,
         "the other namespace's object still uses the cluster binding"
     );
-    assert!(world.group_exists(&group_path(&group)), "and its group");
+    assert!(world.group_exists(&group_path(&group)).await, "and its group");
 }

@@ -8,8 +8,8 @@ use kube_emulator::Fault;
 use serde_json::Value;
 
 use crate::support::{
-    Setup, World, binding, binding_status, group_name, group_path, replace_spec, synced, wait_members, wait_state,
-    writer_labels, writer_spec,
+    Setup, World, binding, binding_status, group_name, group_path, replace_spec, synced, wait_keycloak, wait_members,
+    wait_state, writer_labels, writer_spec,
 };
 
 /// How long the status writes (patches of the object) are held back: long enough for the test to see the
@@ -93,8 +93,8 @@ async fn what_a_pass_granted_before_its_status_write_conflicted_is_still_revoked
         }
     })
     .await;
-    wait_state("the admin group is deleted", || {
-        if world.group_exists(&group_path(&admins)) {
+    wait_keycloak("the admin group is deleted", || async {
+        if world.group_exists(&group_path(&admins)).await {
             Err("still there".to_string())
         } else {
             Ok(())

@@ -1,10 +1,13 @@
 //! The world of one ManagedRancherProject test: its own API emulator with the operator's CRDs, its own Rancher
-//! emulator (cluster `c-m-glwxdksp`) and Keycloak emulator (realm `waldur`, users alice, bob, carol), the
-//! credential Secrets, and the real `manager` running the two controllers with a short resync interval.
+//! emulator (cluster `c-m-glwxdksp`), a realm of its own on the run's real Keycloak behind a fault proxy (named
+//! `waldur-…`, users alice, bob, carol), the credential Secrets, and the real `manager` running the two
+//! controllers with a short resync interval.
 //! Objects are written the way the Waldur plugin writes them: GET, then a full PUT (or a create).
 
 use std::collections::BTreeMap;
 
+use e2e::harness::fault_proxy::FaultProxy;
+use e2e::harness::keycloak::{TestRealm, unique_realm};
 use e2e::harness::{Deadline, ManagerOptions, ManagerProcess, TestCluster, conditions, events, wait_until};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::core::{DynamicObject, GroupVersionKind};
@@ -18,8 +21,6 @@ pub const CLUSTER: &str = "c-m-glwxdksp";
 pub const OTHER_CLUSTER: &str = "c-m-other";
 /// The parent group the plugin names for the cluster.
 pub const PARENT: &str = "c_c-m-glwxdksp";
-/// The realm of the groups.
-pub const REALM: &str = "waldur";
 /// Where the objects live (as for the plugin).
 pub const NAMESPACE: &str = "waldur-system";
 /// Seconds between drift checks in the tests.
@@ -29,7 +30,7 @@ const CONTROLLER: &str = "managedrancherproject";
 
 /// What to set up besides the cluster and the emulators.
 pub struct Setup {
-    /// Users that exist in Keycloak.
+    /// Users that exist in Keycloak (made in the test's realm).
     pub users: Vec<&'static str>,
     /// Extra manager flags.
     pub manager_args: Vec<String>,
@@ -62,12 +63,12 @@ impl Default for Setup {
 pub struct World {
     /// The manager; declared first so it is dropped (printing its log on failure) before the rest.
     pub manager: Option<ManagerProcess>,
-    /// Rancher and Keycloak.
+    /// Rancher, and the test's realm on the real Keycloak with its fault proxy.
     pub env: ProjectSandbox,
     /// The control plane.
     pub cluster: TestCluster,
     /// Whether the manager gets the Keycloak settings.
-    pub keycloak: bool,
+    pub keycloak_settings: bool,
     /// The CA that issued Rancher's and Keycloak's certificates (with `Setup::tls`).
     pub ca_pem: Option<String>,
 }
@@ -201,12 +202,13 @@ impl World {
             &cluster.client(),
             ProjectSandboxOptions {
                 clusters: vec![CLUSTER.to_string(), OTHER_CLUSTER.to_string()],
-                realm: REALM.to_string(),
+                realm: unique_realm("waldur"),
                 users: setup.users.iter().map(|u| u.to_string()).collect(),
                 secret_namespace: NAMESPACE.to_string(),
                 namespaces: vec![NAMESPACE.to_string()],
                 rancher_tls,
                 keycloak_tls,
+                ..ProjectSandboxOptions::default()
             },
         )
         .await
@@ -215,7 +217,7 @@ impl World {
             manager: None,
             env,
             cluster,
-            keycloak: setup.keycloak,
+            keycloak_settings: setup.keycloak,
             ca_pem: ca.as_ref().map(emulator_kit::tls::TestCa::cert_pem),
         };
         if setup.manager {
@@ -237,7 +239,7 @@ impl World {
             "--rancher-timeout-seconds=5".to_string(),
             "--rancher-keycloak-timeout-seconds=5".to_string(),
         ];
-        let keycloak = self.keycloak;
+        let keycloak = self.keycloak_settings;
         args.extend(
             self.env
                 .manager_args()
@@ -455,55 +457,73 @@ impl World {
 
     // --- Keycloak ---
 
+    /// The test's realm on the real Keycloak (read and seeded directly, uncounted).
+    pub fn keycloak(&self) -> &TestRealm {
+        &self.env.keycloak
+    }
+
+    /// The fault proxy the manager reaches Keycloak through (faults, outages and request counts).
+    pub fn keycloak_proxy(&self) -> &FaultProxy {
+        self.env.keycloak.proxy()
+    }
+
+    /// The test's realm.
+    pub fn realm(&self) -> &str {
+        self.env.keycloak.realm()
+    }
+
     /// Usernames of the members of the group at `path`, or `None` when the group does not exist.
-    pub fn members(&self, path: &str) -> Option<Vec<String>> {
-        self.env.keycloak.hooks().group_members(REALM, path)
+    pub async fn members(&self, path: &str) -> Option<Vec<String>> {
+        self.env.keycloak.group_members(path).await
     }
 
     /// Whether the group at `path` exists.
-    pub fn group_exists(&self, path: &str) -> bool {
-        self.env.keycloak.hooks().group_id(REALM, path).is_some()
+    pub async fn group_exists(&self, path: &str) -> bool {
+        self.env.keycloak.group_id(path).await.is_some()
     }
 
-    /// Keycloak admin API requests that change something (logins excluded).
+    /// The id of the group at `path`.
+    pub async fn group_id(&self, path: &str) -> Option<String> {
+        self.env.keycloak.group_id(path).await
+    }
+
+    /// A user's id.
+    pub async fn user_id(&self, username: &str) -> Option<String> {
+        self.env.keycloak.user_id(username).await
+    }
+
+    /// Paths of the groups `username` is a direct member of, sorted.
+    pub async fn user_groups(&self, username: &str) -> Vec<String> {
+        self.env.keycloak.user_group_paths(username).await
+    }
+
+    /// Keycloak admin API requests the manager made that change something (logins excluded).
     pub fn keycloak_writes(&self) -> u64 {
-        self.env
-            .keycloak
-            .hooks()
-            .counters()
+        self.keycloak_breakdown()
             .iter()
-            .filter(|row| row.method != "GET" && row.route.starts_with("/admin/"))
-            .map(|row| row.count)
+            .filter(|(key, _)| !key.starts_with("GET ") && admin_route(key))
+            .map(|(_, count)| count)
             .sum()
     }
 
-    /// Every Keycloak admin API request (logins excluded).
+    /// Every Keycloak admin API request the manager made (logins excluded).
     pub fn keycloak_requests(&self) -> u64 {
-        self.env
-            .keycloak
-            .hooks()
-            .counters()
+        self.keycloak_breakdown()
             .iter()
-            .filter(|row| row.route.starts_with("/admin/"))
-            .map(|row| row.count)
+            .filter(|(key, _)| admin_route(key))
+            .map(|(_, count)| count)
             .sum()
     }
 
-    /// Every Keycloak request, by method and route.
+    /// Every Keycloak request the manager made, by `METHOD route` (logins included).
     pub fn keycloak_breakdown(&self) -> BTreeMap<String, u64> {
-        self.env
-            .keycloak
-            .hooks()
-            .counters()
-            .iter()
-            .map(|row| (format!("{} {}", row.method, row.route), row.count))
-            .collect()
+        self.keycloak_proxy().counters()
     }
 
     /// Resets the Rancher and Keycloak counters.
     pub fn reset_counters(&self) {
         self.env.rancher.reset_counters();
-        self.env.keycloak.hooks().reset_counters();
+        self.keycloak_proxy().reset_counters();
     }
 
     /// Reconciles of ManagedRancherProjects finished so far.
@@ -517,22 +537,38 @@ impl World {
     }
 }
 
+/// Whether a `METHOD route` counter key is of the admin API (not a login).
+fn admin_route(key: &str) -> bool {
+    key.split_once(' ')
+        .is_some_and(|(_, route)| route.starts_with("/admin/"))
+}
+
 /// Waits until the group at `path` has exactly `members` (usernames, ordered).
 pub async fn wait_members(world: &World, path: &str, members: &[&str]) {
     let wanted: Vec<String> = members.iter().map(|m| m.to_string()).collect();
-    wait_until(&format!("members of {path} = {members:?}"), Deadline::secs(30), || {
-        let wanted = wanted.clone();
-        async move {
-            match world.members(path) {
-                Some(current) if current == wanted => Ok(Some(())),
-                other => Err(format!("{other:?}")),
-            }
+    wait_keycloak(&format!("members of {path} = {members:?}"), || async {
+        match world.members(path).await {
+            Some(current) if current == wanted => Ok(()),
+            other => Err(format!("{other:?}")),
         }
     })
     .await
 }
 
-/// Waits until `check` holds for the emulators' state (Rancher or Keycloak), polling.
+/// Waits until `check` holds for Keycloak's state (read through its admin API), polling.
+pub async fn wait_keycloak<F, Fut>(what: &str, check: F)
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<(), String>>,
+{
+    wait_until(what, Deadline::secs(30), || {
+        let checked = check();
+        async move { checked.await.map(Some) }
+    })
+    .await
+}
+
+/// Waits until `check` holds for the Rancher emulator's state, polling.
 pub async fn wait_state(what: &str, check: impl Fn() -> Result<(), String>) {
     wait_until(what, Deadline::secs(30), || {
         let result = check();

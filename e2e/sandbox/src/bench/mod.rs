@@ -258,10 +258,16 @@ fn apply_latency(sandbox: &Sandbox, latency: AddedLatency) {
         });
     }
     if latency.keycloak_ms > 0 {
-        for keycloak in [sandbox.nebari_keycloak().hooks(), sandbox.rancher().keycloak.hooks()] {
-            keycloak
-                .add_fault(keycloak_emulator::Fault::everywhere().latency(Duration::from_millis(latency.keycloak_ms)));
-        }
+        let delay = Duration::from_millis(latency.keycloak_ms);
+        sandbox
+            .nebari_keycloak()
+            .hooks()
+            .add_fault(keycloak_emulator::Fault::everywhere().latency(delay));
+        sandbox
+            .rancher()
+            .keycloak
+            .proxy()
+            .add_fault(e2e::harness::fault_proxy::Fault::everywhere().latency(delay));
     }
     if latency.rancher_ms > 0 {
         sandbox

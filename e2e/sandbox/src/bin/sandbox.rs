@@ -80,8 +80,11 @@ async fn main() -> ExitCode {
         manager_args: Vec::new(),
         apply_samples: true,
         api_request_log: args.api_request_log,
+        rancher_keycloak: None,
     };
-    println!("starting the sandbox (first run installs Keystone, which takes a minute)...");
+    println!(
+        "starting the sandbox (a first run installs Keystone, which takes a minute; a Keycloak of its own starts in about as long)..."
+    );
     let sandbox = match Sandbox::start(options).await {
         Ok(sandbox) => sandbox,
         Err(error) => {

@@ -9,9 +9,9 @@ use serde_json::Value;
 
 use crate::Sandbox;
 use crate::surroundings::nebari::{GATEWAY_NAMESPACE, REALM as NEBARI_REALM};
+use e2e::harness::keycloak::GroupNode;
 use e2e::keystone::admin::KeystoneAdmin;
 use e2e::keystone::sample::names as keystone_names;
-use keycloak_emulator::GroupNode;
 
 /// What exists at one moment, by the names that identify each thing.
 #[derive(Clone, Debug, Default)]
@@ -38,11 +38,11 @@ pub struct Snapshot {
     pub recorded_credentials: BTreeMap<String, String>,
 }
 
-fn walk(nodes: &[GroupNode], prefix: &str, out: &mut Vec<String>) {
+fn walk(nodes: &[GroupNode], groups: &mut Vec<String>, members: &mut BTreeMap<String, Vec<String>>) {
     for node in nodes {
-        let path = format!("{prefix}/{}", node.name);
-        out.push(path.clone());
-        walk(&node.children, &path, out);
+        groups.push(node.path.clone());
+        members.insert(node.path.clone(), node.members.clone());
+        walk(&node.children, groups, members);
     }
 }
 
@@ -58,16 +58,8 @@ impl Snapshot {
             ..Snapshot::default()
         };
         let rancher = sandbox.rancher();
-        let tree = rancher.keycloak.hooks().group_tree(&rancher.realm);
-        walk(&tree, "", &mut snapshot.keycloak_groups);
-        for path in &snapshot.keycloak_groups {
-            let members = rancher
-                .keycloak
-                .hooks()
-                .group_members(&rancher.realm, path)
-                .unwrap_or_default();
-            snapshot.group_members.insert(path.clone(), members);
-        }
+        let tree = rancher.keycloak.group_tree().await;
+        walk(&tree, &mut snapshot.keycloak_groups, &mut snapshot.group_members);
         for project in rancher.rancher.projects() {
             snapshot.rancher_projects.insert(
                 text(&project["id"]),

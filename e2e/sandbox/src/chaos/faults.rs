@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use crate::Sandbox;
+use e2e::harness::fault_proxy::Fault as ProxyFault;
 use e2e::keystone::fault_proxy::FaultMix;
 
 /// The seeds of the rules, spread so no two rules draw alike.
@@ -41,27 +42,36 @@ pub fn turn_on(sandbox: &Sandbox, percent: u8, seed: u64) {
         ..Default::default()
     });
 
-    for (index, keycloak) in [sandbox.nebari_keycloak().hooks(), sandbox.rancher().keycloak.hooks()]
-        .into_iter()
-        .enumerate()
-    {
-        let base = 10 + 10 * index as u64;
-        keycloak.add_fault(
-            keycloak_emulator::Fault::everywhere()
-                .status(503)
-                .percent(half, rule_seed(seed, base)),
-        );
-        keycloak.add_fault(
-            keycloak_emulator::Fault::everywhere()
-                .drop_connection()
-                .percent(quarter, rule_seed(seed, base + 1)),
-        );
-        keycloak.add_fault(
-            keycloak_emulator::Fault::everywhere()
-                .latency(Duration::from_secs(2))
-                .percent(quarter, rule_seed(seed, base + 2)),
-        );
-    }
+    // The NebariApp controller's Keycloak emulator.
+    let keycloak = sandbox.nebari_keycloak().hooks();
+    keycloak.add_fault(
+        keycloak_emulator::Fault::everywhere()
+            .status(503)
+            .percent(half, rule_seed(seed, 10)),
+    );
+    keycloak.add_fault(
+        keycloak_emulator::Fault::everywhere()
+            .drop_connection()
+            .percent(quarter, rule_seed(seed, 11)),
+    );
+    keycloak.add_fault(
+        keycloak_emulator::Fault::everywhere()
+            .latency(Duration::from_secs(2))
+            .percent(quarter, rule_seed(seed, 12)),
+    );
+    // The fault proxy in front of the ManagedRancherProject controller's real Keycloak.
+    let proxy = sandbox.rancher().keycloak.proxy();
+    proxy.add_fault(ProxyFault::everywhere().status(503).percent(half, rule_seed(seed, 20)));
+    proxy.add_fault(
+        ProxyFault::everywhere()
+            .drop_connection()
+            .percent(quarter, rule_seed(seed, 21)),
+    );
+    proxy.add_fault(
+        ProxyFault::everywhere()
+            .latency(Duration::from_secs(2))
+            .percent(quarter, rule_seed(seed, 22)),
+    );
 
     let rancher = &sandbox.rancher().rancher;
     rancher.inject_fault(
@@ -95,7 +105,7 @@ pub fn turn_on(sandbox: &Sandbox, percent: u8, seed: u64) {
 pub fn turn_off(sandbox: &Sandbox) {
     sandbox.api().hooks().clear_faults();
     sandbox.nebari_keycloak().hooks().clear_faults();
-    sandbox.rancher().keycloak.hooks().clear_faults();
+    sandbox.rancher().keycloak.proxy().clear_faults();
     sandbox.rancher().rancher.clear_faults();
     if let Some(proxy) = sandbox.keystone_proxy() {
         proxy.set_faults(None);
