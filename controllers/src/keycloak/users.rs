@@ -68,6 +68,22 @@ impl RealmClient {
         self.get_optional("get user", &["users", id]).await
     }
 
+    /// How many users the realm has.
+    pub async fn count_users(&self) -> Result<usize, KeycloakError> {
+        self.get_json("count users", &["users", "count"], &[]).await
+    }
+
+    /// Every user of the realm (brief representations), read page by page.
+    pub async fn list_users(&self) -> Result<Vec<User>, KeycloakError> {
+        self.get_all("list users", &["users"], &[("briefRepresentation", "true".to_string())])
+            .await
+    }
+
+    /// The requests [`RealmClient::list_users`] takes for a realm of `count` users.
+    pub fn pages_for(&self, count: usize) -> usize {
+        count / self.page_size().max(1) + 1
+    }
+
     /// Looks up one identifier.
     pub async fn find_user(&self, reference: &UserRef) -> Result<Option<User>, KeycloakError> {
         match reference {

@@ -11,6 +11,7 @@
 use std::collections::BTreeSet;
 
 use crds::rancher::{PendingMember, RoleBindingStatus, SyncedMember};
+use futures::stream::{self, StreamExt};
 
 use super::desired::DesiredMember;
 use super::error::MrpError;
@@ -18,7 +19,11 @@ use super::found::Synced;
 use super::groups::{self, Removal};
 use super::reconcile::Pass;
 use super::status::{KEYCLOAK_GROUPS_READY, MEMBERSHIP_SYNCED};
-use crate::keycloak::{Group, RealmClient, User};
+use crate::keycloak::{Group, KeycloakError, RealmClient, User};
+
+/// Users looked up at once for members not in their group yet: enough to hide Keycloak's per-request latency,
+/// few enough not to load it.
+const USER_LOOKUP_CONCURRENCY: usize = 8;
 
 /// The group attribute recording which members each object added (values `<namespace>/<name>:<user id>`),
 /// written *before* the members are added: a manager killed between adding a member and writing the status still
@@ -99,6 +104,37 @@ fn pending(member: &DesiredMember, reason: &str, message: String) -> PendingMemb
     }
 }
 
+/// The Keycloak users of members not in their group yet. One by one, a list of thousands of users who have not
+/// logged in yet took a minute per pass on a real Keycloak (about 18 ms per lookup), so: when reading the realm's
+/// whole user list takes fewer requests than the lookups, it is read once; otherwise the lookups run a few at a
+/// time.
+async fn look_up_all<'a>(
+    realm: &RealmClient,
+    missing: Vec<&'a DesiredMember>,
+) -> Vec<(&'a DesiredMember, Result<Option<User>, KeycloakError>)> {
+    if missing.len() > USER_LOOKUP_CONCURRENCY
+        && let Ok(count) = realm.count_users().await
+        && realm.pages_for(count) < missing.len()
+        && let Ok(users) = realm.list_users().await
+    {
+        return missing
+            .into_iter()
+            .map(|member| (member, Ok(users.iter().find(|user| member.is(user)).cloned())))
+            .collect();
+    }
+    // A realm that could not be counted or listed is asked member by member (each failure then says why).
+    let lookups: Vec<_> = missing.into_iter().map(|member| look_up(realm, member)).collect();
+    stream::iter(lookups).buffered(USER_LOOKUP_CONCURRENCY).collect().await
+}
+
+/// One member's Keycloak user, if there is one.
+async fn look_up<'a>(
+    realm: &RealmClient,
+    member: &'a DesiredMember,
+) -> (&'a DesiredMember, Result<Option<User>, KeycloakError>) {
+    (member, realm.find_user(&member.reference()).await)
+}
+
 /// Brings the members of group `group_id` in line with `wanted`. `current` is the group's member listing
 /// (`None` to list it here); `managed_ids` are the Keycloak ids the status reports as synced before; `owner`
 /// (`<namespace>/<name>`) is recorded on the group for every member added, before adding it.
@@ -126,6 +162,7 @@ pub async fn sync(
     let mut wanted_ids = BTreeSet::new();
     let mut present: BTreeSet<String> = current.iter().map(|u| u.id.clone()).collect();
     let mut to_add: Vec<(&DesiredMember, User)> = Vec::new();
+    let mut missing = Vec::new();
     for member in wanted {
         if let Some(user) = current.iter().find(|u| member.is(u)) {
             wanted_ids.insert(user.id.clone());
@@ -133,9 +170,12 @@ pub async fn sync(
                 user_identifier: member.identifier.clone(),
                 keycloak_user_id: Some(user.id.clone()),
             });
-            continue;
+        } else {
+            missing.push(member);
         }
-        match realm.find_user(&member.reference()).await {
+    }
+    for (member, found) in look_up_all(realm, missing).await {
+        match found {
             Ok(Some(user)) => {
                 wanted_ids.insert(user.id.clone());
                 to_add.push((member, user));
