@@ -337,7 +337,7 @@ async fn rancher_keycloak(
         })?;
         return Ok((endpoint, None, true));
     }
-    // A missing copy fails with `run e2e/substrate/provision.sh`.
+    provision_keycloak().await?;
     let server = RealKeycloak::start(
         &Provisioned::locate(),
         KeycloakFlavour::Default,
@@ -346,6 +346,27 @@ async fn rancher_keycloak(
     .await
     .map_err(|e| SandboxError::start("Keycloak (for ManagedRancherProject)", e))?;
     Ok((server.endpoint().clone(), Some(server), false))
+}
+
+/// Provisions Keycloak into the cache on first use (about 30 s; later runs find it there), with the script's
+/// progress on the terminal.
+async fn provision_keycloak() -> Result<(), SandboxError> {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../substrate/provision.sh");
+    let status = tokio::process::Command::new("bash")
+        .arg(script)
+        .arg("--keycloak-only")
+        .stdout(std::process::Stdio::null())
+        .status()
+        .await
+        .map_err(|e| SandboxError::start("Keycloak provisioning", format!("cannot run {script}: {e}")))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(SandboxError::start(
+            "Keycloak provisioning",
+            format!("{script} --keycloak-only failed ({status}); its messages above say why"),
+        ))
+    }
 }
 
 async fn install_crds(client: &Client) -> Result<(), SandboxError> {
