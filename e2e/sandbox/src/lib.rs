@@ -2,7 +2,7 @@
 //!
 //! It starts the API emulator and writes a kubeconfig, installs the operator's CRDs and the third-party ones it
 //! writes, prepares the surroundings each controller expects (shared Gateways, Keycloak, Rancher, a real
-//! Keystone, a real Keycloak for ManagedRancherProject, credentials Secrets), plays cert-manager and Envoy
+//! Keystone, a real Keycloak with a realm for each controller that uses one, credentials Secrets), plays cert-manager and Envoy
 //! Gateway, starts the real `manager` binary, and applies `manifests/samples`. Everything stops on Ctrl-C.
 //!
 //! The real Keycloak is the test run's (`E2E_SUBSTRATE`, set by `substrate run`) when there is one, else one the
@@ -51,9 +51,9 @@ pub struct SandboxOptions {
     /// Have the API emulator log every request (arrival, time taken, answer) to `api-requests.log` in the work
     /// directory: evidence for a client-side report of a request without an answer.
     pub api_request_log: bool,
-    /// The real Keycloak the ManagedRancherProject controller uses (in a realm of its own there). `None`: the
-    /// test run's (`E2E_SUBSTRATE`) when set, else one the sandbox starts from the provisioned copy.
-    pub rancher_keycloak: Option<KeycloakEndpoint>,
+    /// The real Keycloak the NebariApp and ManagedRancherProject controllers use (each in a realm of its own).
+    /// `None`: the test run's (`E2E_SUBSTRATE`) when set, else one the sandbox provisions and starts itself.
+    pub keycloak: Option<KeycloakEndpoint>,
 }
 
 impl SandboxOptions {
@@ -68,7 +68,7 @@ impl SandboxOptions {
             manager_args: Vec::new(),
             apply_samples: true,
             api_request_log: false,
-            rancher_keycloak: None,
+            keycloak: None,
         }
     }
 }
@@ -133,15 +133,20 @@ impl Sandbox {
         let shutdown = CancellationToken::new();
 
         install_crds(&client).await?;
-        let nebari = surroundings::nebari::prepare(&client)
+        // Keystone and a Keycloak of the sandbox's own are both slow to start: side by side.
+        let (keystone, keycloak) = tokio::join!(keystone::prepare(&client, &options.work_dir), real_keycloak(&options));
+        let (keystone, (endpoint, keycloak_server, shared)) = (keystone?, keycloak?);
+        // On a Keycloak others use too (several sandboxes of one test run), realm names of their own.
+        let realm = |name: &str| {
+            if shared {
+                e2e::harness::keycloak::unique_realm(name)
+            } else {
+                name.to_string()
+            }
+        };
+        let nebari = surroundings::nebari::prepare(&client, endpoint.clone(), &realm(surroundings::nebari::REALM))
             .await
             .map_err(|e| SandboxError::start("NebariApp surroundings", e))?;
-        // Keystone and a Keycloak of the sandbox's own are both slow to start: side by side.
-        let (keystone, keycloak) = tokio::join!(
-            keystone::prepare(&client, &options.work_dir),
-            rancher_keycloak(&options)
-        );
-        let (keystone, (endpoint, keycloak_server, shared)) = (keystone?, keycloak?);
         let keystone_proxy = match options.keystone_fault_proxy {
             false => None,
             true => Some(keystone.put_behind_fault_proxy(&client).await?),
@@ -151,12 +156,7 @@ impl Sandbox {
             &client,
             surroundings::rancher::ProjectSandboxOptions {
                 keycloak: Some(endpoint),
-                // On a Keycloak others use too (several sandboxes of one test run), a realm name of its own.
-                realm: if shared {
-                    e2e::harness::keycloak::unique_realm(&defaults.realm)
-                } else {
-                    defaults.realm.clone()
-                },
+                realm: realm(&defaults.realm),
                 ..defaults
             },
         )
@@ -222,7 +222,7 @@ impl Sandbox {
         &self.manager_log
     }
 
-    /// The Keycloak emulator's URL.
+    /// The URL NebariApp's Keycloak is reached at (the fault proxy in front of the real server).
     pub fn keycloak_url(&self) -> &str {
         self.nebari.keycloak_url()
     }
@@ -271,8 +271,8 @@ impl Sandbox {
         self.manager.starts()
     }
 
-    /// The NebariApp controller's Keycloak (realm [`surroundings::nebari::REALM`]).
-    pub fn nebari_keycloak(&self) -> &keycloak_emulator::EmulatorHandle {
+    /// The NebariApp controller's Keycloak realm (and the fault proxy in front of the server).
+    pub fn nebari_keycloak(&self) -> &e2e::harness::keycloak::TestRealm {
         self.nebari.keycloak()
     }
 
@@ -318,13 +318,13 @@ impl Sandbox {
     }
 }
 
-/// The real Keycloak for the ManagedRancherProject surroundings: the one the options name, else the test run's
+/// The real Keycloak for the NebariApp and ManagedRancherProject surroundings: the one the options name, else the test run's
 /// (`E2E_SUBSTRATE`), else one started here from the provisioned copy (then also its server, which stops when
 /// dropped). The flag says whether others may use the same Keycloak.
-async fn rancher_keycloak(
+async fn real_keycloak(
     options: &SandboxOptions,
 ) -> Result<(KeycloakEndpoint, Option<RealKeycloak>, bool), SandboxError> {
-    if let Some(endpoint) = &options.rancher_keycloak {
+    if let Some(endpoint) = &options.keycloak {
         return Ok((endpoint.clone(), None, true));
     }
     if std::env::var_os(SUBSTRATE_ENV).is_some() {

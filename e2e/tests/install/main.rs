@@ -121,7 +121,9 @@ async fn the_manager_image_runs_as_the_service_account_until_the_nebariapp_sampl
     let mut crds = crds::all();
     crds.extend(third_party_crds::for_nebari());
     cluster.install_crds(&crds).await;
-    let surroundings = sandbox::surroundings::nebari::prepare(&cluster.client())
+    let keycloak = e2e::harness::keycloak::run_endpoint(e2e::harness::keycloak::Flavour::Default);
+    let realm = e2e::harness::keycloak::unique_realm("nebari");
+    let surroundings = sandbox::surroundings::nebari::prepare(&cluster.client(), keycloak, &realm)
         .await
         .expect("prepare the sample's surroundings");
     let _envoy_gateway = e2e::fixtures::envoy_gateway::EnvoyGateway::start(cluster.client());

@@ -261,8 +261,8 @@ fn apply_latency(sandbox: &Sandbox, latency: AddedLatency) {
         let delay = Duration::from_millis(latency.keycloak_ms);
         sandbox
             .nebari_keycloak()
-            .hooks()
-            .add_fault(keycloak_emulator::Fault::everywhere().latency(delay));
+            .proxy()
+            .add_fault(e2e::harness::fault_proxy::Fault::everywhere().latency(delay));
         sandbox
             .rancher()
             .keycloak

@@ -80,7 +80,7 @@ async fn main() -> ExitCode {
         manager_args: Vec::new(),
         apply_samples: true,
         api_request_log: args.api_request_log,
-        rancher_keycloak: None,
+        keycloak: None,
     };
     println!(
         "starting the sandbox (a first run installs Keystone, which takes a minute; a Keycloak of its own starts in about as long)..."

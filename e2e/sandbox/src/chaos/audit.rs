@@ -8,7 +8,7 @@ use base64::Engine;
 use serde_json::Value;
 
 use crate::Sandbox;
-use crate::surroundings::nebari::{GATEWAY_NAMESPACE, REALM as NEBARI_REALM};
+use crate::surroundings::nebari::GATEWAY_NAMESPACE;
 use e2e::harness::keycloak::GroupNode;
 use e2e::keystone::admin::KeystoneAdmin;
 use e2e::keystone::sample::names as keystone_names;
@@ -54,7 +54,7 @@ impl Snapshot {
     /// Reads every system now.
     pub async fn take(sandbox: &Sandbox) -> Result<Self, String> {
         let mut snapshot = Snapshot {
-            keycloak_clients: sandbox.nebari_keycloak().hooks().client_ids(NEBARI_REALM),
+            keycloak_clients: sandbox.nebari_keycloak().client_ids().await,
             ..Snapshot::default()
         };
         let rancher = sandbox.rancher();

@@ -42,20 +42,16 @@ pub fn turn_on(sandbox: &Sandbox, percent: u8, seed: u64) {
         ..Default::default()
     });
 
-    // The NebariApp controller's Keycloak emulator.
-    let keycloak = sandbox.nebari_keycloak().hooks();
+    // The fault proxy in front of the NebariApp controller's real Keycloak.
+    let keycloak = sandbox.nebari_keycloak().proxy();
+    keycloak.add_fault(ProxyFault::everywhere().status(503).percent(half, rule_seed(seed, 10)));
     keycloak.add_fault(
-        keycloak_emulator::Fault::everywhere()
-            .status(503)
-            .percent(half, rule_seed(seed, 10)),
-    );
-    keycloak.add_fault(
-        keycloak_emulator::Fault::everywhere()
+        ProxyFault::everywhere()
             .drop_connection()
             .percent(quarter, rule_seed(seed, 11)),
     );
     keycloak.add_fault(
-        keycloak_emulator::Fault::everywhere()
+        ProxyFault::everywhere()
             .latency(Duration::from_secs(2))
             .percent(quarter, rule_seed(seed, 12)),
     );
@@ -104,7 +100,7 @@ pub fn turn_on(sandbox: &Sandbox, percent: u8, seed: u64) {
 /// Turns every fault off.
 pub fn turn_off(sandbox: &Sandbox) {
     sandbox.api().hooks().clear_faults();
-    sandbox.nebari_keycloak().hooks().clear_faults();
+    sandbox.nebari_keycloak().proxy().clear_faults();
     sandbox.rancher().keycloak.proxy().clear_faults();
     sandbox.rancher().rancher.clear_faults();
     if let Some(proxy) = sandbox.keystone_proxy() {

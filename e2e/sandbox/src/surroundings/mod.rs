@@ -1,6 +1,6 @@
 //! What each controller expects around it, made against a cluster: the shared Gateways, the opted-in namespace
-//! and Services, the Keycloak emulator with its admin Secret (NebariApp); the Rancher and Keycloak emulators with
-//! their credential Secrets (ManagedRancherProject). The sandbox prepares both; tests that apply the samples use
+//! and Services, a realm on a real Keycloak with its admin Secret (NebariApp); the Rancher emulator and another
+//! realm with their credential Secrets (ManagedRancherProject). The sandbox prepares both; tests that apply the samples use
 //! them too.
 
 pub mod nebari;
