@@ -151,11 +151,24 @@ async fn main() -> ExitCode {
                 Ok(running) => running,
                 Err(error) => return fail(&error),
             };
-            let status = tokio::process::Command::new(&command[0])
+            let status = match tokio::process::Command::new(&command[0])
                 .args(&command[1..])
                 .env(SUBSTRATE_ENV, &running.description)
-                .status()
-                .await;
+                .spawn()
+            {
+                Ok(mut child) => tokio::select! {
+                    status = child.wait() => status,
+                    signal = stop_signal() => {
+                        // Stopped from outside (Ctrl-C, `timeout`, a CI cancel): the command goes first, then
+                        // the components, so no Keycloak JVM outlives the run.
+                        eprintln!("[substrate] {signal}: stopping {} and the components", command[0]);
+                        let _ = child.kill().await;
+                        drop(running);
+                        return ExitCode::FAILURE;
+                    }
+                },
+                Err(error) => Err(error),
+            };
             let mut code = match status {
                 Ok(status) if status.success() => ExitCode::SUCCESS,
                 Ok(status) => {
@@ -200,9 +213,30 @@ async fn main() -> ExitCode {
                 "export KUBECONFIG={}",
                 running.control_plane.admin_kubeconfig().display()
             );
-            eprintln!("[substrate] running; Ctrl-C stops it (state in {})", dir.display());
-            let _ = tokio::signal::ctrl_c().await;
+            eprintln!(
+                "[substrate] running; Ctrl-C or SIGTERM stops it (state in {})",
+                dir.display()
+            );
+            let signal = stop_signal().await;
+            eprintln!("[substrate] {signal}: stopping the components");
+            drop(running);
             ExitCode::SUCCESS
+        }
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM with the signal's name. Without handling SIGTERM the process would end without
+/// dropping the components: Keycloak's launcher script would die with us, but the JVM it started would not.
+async fn stop_signal() -> &'static str {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut terminate) => tokio::select! {
+            _ = tokio::signal::ctrl_c() => "SIGINT",
+            _ = terminate.recv() => "SIGTERM",
+        },
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+            "SIGINT"
         }
     }
 }
