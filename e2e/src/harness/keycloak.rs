@@ -137,13 +137,7 @@ impl TestRealm {
             )
             .await;
         assert_eq!(status, 201, "create the test administrator: {body}");
-        let id = self
-            .find_user("master", &self.admin_username)
-            .await
-            .expect("the test administrator exists")["id"]
-            .as_str()
-            .expect("a user id")
-            .to_string();
+        let id = self.test_admin_id().await;
         let (_, role) = self.call(Method::GET, "/admin/realms/master/roles/admin", None).await;
         let (status, body) = self
             .call(
@@ -263,14 +257,7 @@ impl TestRealm {
     pub async fn client_ids(&self) -> Vec<String> {
         let (status, clients) = self.admin(Method::GET, "/clients?max=1000", None).await;
         assert_eq!(status, 200, "list clients: {clients}");
-        let mut ids: Vec<String> = clients
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|c| c["clientId"].as_str().map(str::to_string))
-            .collect();
-        ids.sort();
-        ids
+        sorted_field(&clients, "clientId")
     }
 
     /// Creates a client from its representation (as another tool or a person would); returns its id.
@@ -380,14 +367,7 @@ impl TestRealm {
             return None;
         }
         assert_eq!(status, 200, "members of {path}: {members}");
-        let mut names: Vec<String> = members
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|m| m["username"].as_str().map(str::to_string))
-            .collect();
-        names.sort();
-        Some(names)
+        Some(sorted_field(&members, "username"))
     }
 
     /// Deletes the group at `path` (as a person might); whether it existed.
@@ -445,17 +425,20 @@ impl TestRealm {
         );
     }
 
-    /// Ends every session of the test administrator (an administrator's "sign out"): the tokens already
-    /// issued to it are refused from then on, which is how a test makes Keycloak reject a token the client
-    /// under test still holds.
-    pub async fn log_out_test_admin(&self) {
-        let id = self
-            .find_user("master", &self.admin_username)
+    async fn test_admin_id(&self) -> String {
+        self.find_user("master", &self.admin_username)
             .await
             .expect("the test administrator exists")["id"]
             .as_str()
             .expect("a user id")
-            .to_string();
+            .to_string()
+    }
+
+    /// Ends every session of the test administrator (an administrator's "sign out"): the tokens already
+    /// issued to it are refused from then on, which is how a test makes Keycloak reject a token the client
+    /// under test still holds.
+    pub async fn log_out_test_admin(&self) {
+        let id = self.test_admin_id().await;
         let (status, body) = self
             .call(Method::POST, &format!("/admin/realms/master/users/{id}/logout"), None)
             .await;
@@ -471,14 +454,7 @@ impl TestRealm {
             .admin(Method::GET, &format!("/users/{user}/groups?max=1000"), None)
             .await;
         assert_eq!(status, 200, "groups of {username}: {groups}");
-        let mut paths: Vec<String> = groups
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|g| g["path"].as_str().map(str::to_string))
-            .collect();
-        paths.sort();
-        paths
+        sorted_field(&groups, "path")
     }
 
     /// The whole group tree with members, top-level groups and children sorted by name.
@@ -563,14 +539,7 @@ impl TestRealm {
             .admin(Method::GET, &format!("{authz}/policy/{id}/associatedPolicies"), None)
             .await;
         assert_eq!(status, 200, "policies of {permission}: {associated}");
-        let mut names: Vec<String> = associated
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|p| p["name"].as_str().map(str::to_string))
-            .collect();
-        names.sort();
-        Some((strategy, names))
+        Some((strategy, sorted_field(&associated, "name")))
     }
 
     // --- logging in ---
@@ -653,6 +622,18 @@ impl TestRealm {
             .map(str::to_string)
             .ok_or_else(|| format!("the code was not exchanged: {tokens}"))
     }
+}
+
+/// The `field` of every object in the JSON list `list`, sorted.
+fn sorted_field(list: &Value, field: &str) -> Vec<String> {
+    let mut values: Vec<String> = list
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|item| item[field].as_str().map(str::to_string))
+        .collect();
+    values.sort();
+    values
 }
 
 /// The `Cookie` header that sends back every cookie a response set.

@@ -133,15 +133,7 @@ async fn secrets_are_regenerated_once_and_clients_deleted_idempotently() {
 async fn default_scopes_are_created_and_attached_additively() {
     let kc = start("cl-scopes").await;
     let realm = realm(&kc, 100);
-    let client = realm
-        .ensure_client(&ClientSpec::confidential("app", None))
-        .await
-        .expect("create")
-        .value;
-    let wanted: Vec<String> = ["openid", "profile", "groups", "offline_access"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let (client, wanted) = client_and_scopes(&realm).await;
     let sync = realm
         .ensure_default_client_scopes(&client.id, &wanted, Some("Managed by platform-operator"))
         .await
@@ -175,15 +167,7 @@ async fn default_scopes_are_created_and_attached_additively() {
 async fn ensuring_default_scopes_again_changes_nothing() {
     let kc = start("cl-scopes-again").await;
     let realm = realm(&kc, 100);
-    let client = realm
-        .ensure_client(&ClientSpec::confidential("app", None))
-        .await
-        .expect("create")
-        .value;
-    let wanted: Vec<String> = ["openid", "profile", "groups", "offline_access"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let (client, wanted) = client_and_scopes(&realm).await;
     realm
         .ensure_default_client_scopes(&client.id, &wanted, None)
         .await
@@ -216,11 +200,7 @@ async fn ensuring_default_scopes_again_changes_nothing() {
 async fn mappers_are_ensured_by_name() {
     let kc = start("cl-mappers").await;
     let realm = realm(&kc, 100);
-    let client = realm
-        .ensure_client(&ClientSpec::confidential("app", None))
-        .await
-        .expect("create")
-        .value;
+    let (client, _) = client_and_scopes(&realm).await;
     let groups = ProtocolMapper::group_membership("group-membership", "groups", false);
     assert_eq!(
         realm.ensure_protocol_mapper(&client.id, &groups).await.expect("create"),
@@ -273,11 +253,7 @@ async fn mappers_are_ensured_by_name() {
 async fn ensuring_the_same_mappers_again_changes_nothing() {
     let kc = start("cl-mappers-again").await;
     let realm = realm(&kc, 100);
-    let client = realm
-        .ensure_client(&ClientSpec::confidential("app", None))
-        .await
-        .expect("create")
-        .value;
+    let (client, _) = client_and_scopes(&realm).await;
     let groups = ProtocolMapper::group_membership("group-membership", "groups", false);
     let audience = ProtocolMapper::audience("audience-confidential-client", "ns-app");
     for mapper in [&groups, &audience] {
@@ -311,4 +287,19 @@ async fn client_secrets_never_appear_in_debug_output() {
     let spec = ClientSpec::confidential("app", Some(SecretString::from("very-secret-value")));
     let client = realm.ensure_client(&spec).await.expect("create").value;
     assert!(!format!("{client:?} {spec:?}").contains("very-secret-value"));
+}
+
+/// A new confidential client `app`, and the default scopes the scope tests ask for (`offline_access` is an optional
+/// scope of every new client, `groups` does not exist yet).
+async fn client_and_scopes(realm: &controllers::keycloak::RealmClient) -> (controllers::keycloak::Client, Vec<String>) {
+    let client = realm
+        .ensure_client(&ClientSpec::confidential("app", None))
+        .await
+        .expect("create")
+        .value;
+    let wanted = ["openid", "profile", "groups", "offline_access"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    (client, wanted)
 }

@@ -164,17 +164,11 @@ async fn standard_token_exchange_is_granted_to_exactly_the_requesters_and_revoke
 
     let kc = start("tx-standard").await;
     let realm = realm(&kc, 100);
-    let ensure = |id: &'static str| {
-        let realm = realm.clone();
-        async move {
-            realm
-                .ensure_client(&ClientSpec::confidential(id, None))
-                .await
-                .expect("client")
-                .value
-        }
-    };
-    let (target, alpha, beta) = (ensure("target").await, ensure("alpha").await, ensure("beta").await);
+    let (target, alpha, beta) = (
+        confidential(&realm, "target").await,
+        confidential(&realm, "alpha").await,
+        confidential(&realm, "beta").await,
+    );
     let granted = |client: &'static str| {
         let kc = &kc;
         async move {
@@ -221,17 +215,11 @@ async fn standard_token_exchange_is_granted_to_exactly_the_requesters_and_revoke
 async fn granting_standard_token_exchange_again_writes_nothing() {
     let kc = start("tx-standard-again").await;
     let realm = realm(&kc, 100);
-    let ensure = |id: &'static str| {
-        let realm = realm.clone();
-        async move {
-            realm
-                .ensure_client(&ClientSpec::confidential(id, None))
-                .await
-                .expect("client")
-                .value
-        }
-    };
-    let (target, alpha, beta) = (ensure("target").await, ensure("alpha").await, ensure("beta").await);
+    let (target, alpha, beta) = (
+        confidential(&realm, "target").await,
+        confidential(&realm, "alpha").await,
+        confidential(&realm, "beta").await,
+    );
     realm
         .grant_standard_token_exchange(&target, &[alpha, beta])
         .await
@@ -354,4 +342,13 @@ async fn standard_token_exchange_granted_by_the_operator_lets_exactly_the_peers_
         (400..500).contains(&status),
         "after the revocation alpha is refused: {status} {body}"
     );
+}
+
+/// A confidential client `id` (created, or the one there).
+async fn confidential(realm: &controllers::keycloak::RealmClient, id: &str) -> controllers::keycloak::Client {
+    realm
+        .ensure_client(&ClientSpec::confidential(id, None))
+        .await
+        .expect("client")
+        .value
 }
