@@ -11,6 +11,8 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use serde_json::Value;
 
+use super::api_proxy::ApiProxy;
+use super::fault_proxy::FaultProxy;
 use super::kubectl::Kubectl;
 use super::secret_hygiene;
 use super::wait::{Deadline, wait_until};
@@ -103,6 +105,8 @@ pub struct TestCluster {
     labels: std::sync::Mutex<std::collections::BTreeSet<String>>,
     client: Client,
     kubectl: Kubectl,
+    /// The fault proxy the manager reaches the API through, when the test asked for one.
+    api_proxy: Option<ApiProxy>,
 }
 
 impl Drop for TestCluster {
@@ -159,10 +163,32 @@ impl TestCluster {
         }
     }
 
-    /// A fresh API emulator whatever the run asks for: for a test that injects faults or reads request details
-    /// through the emulator's hooks (the real control plane has no such hooks; say which in the test).
-    pub async fn start_emulated() -> Self {
-        Self::emulated(scratch_dir()).await
+    /// [`TestCluster::start`] with a [`FaultProxy`] in front of the API ([`TestCluster::api_faults`]): the
+    /// ServiceAccount kubeconfigs the cluster writes (the manager's) and [`TestCluster::proxied_client`] reach the
+    /// API through it; the test's own [`TestCluster::client`] and kubectl do not.
+    pub async fn start_behind_fault_proxy() -> Self {
+        let mut cluster = Self::start().await;
+        cluster.api_proxy = Some(ApiProxy::start(&cluster.kubeconfig).await);
+        cluster
+    }
+
+    /// The proxy in front of the API; fails clearly unless the test started with
+    /// [`TestCluster::start_behind_fault_proxy`].
+    pub fn api_faults(&self) -> &FaultProxy {
+        self.api_proxy.as_ref().map(ApiProxy::faults).unwrap_or_else(|| {
+            panic!("this test needs the API fault proxy: start it with TestCluster::start_behind_fault_proxy()")
+        })
+    }
+
+    /// A kube client that reaches the API through the fault proxy as the administrator (for controllers the
+    /// test runs in-process).
+    pub async fn proxied_client(&self) -> Client {
+        let proxy = self.api_proxy.as_ref().unwrap_or_else(|| {
+            panic!("this test needs the API fault proxy: start it with TestCluster::start_behind_fault_proxy()")
+        });
+        let path = self.dir.path().join("kubeconfig-proxied-admin");
+        std::fs::write(&path, proxy.kubeconfig(None)).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+        client_for(&path).await
     }
 
     async fn emulated(dir: tempfile::TempDir) -> Self {
@@ -230,6 +256,7 @@ impl TestCluster {
             labels: Default::default(),
             client,
             kubectl,
+            api_proxy: None,
         }
     }
 
@@ -329,8 +356,12 @@ impl TestCluster {
         }
     }
 
-    /// The real counterpart of the emulator's decision log: the audit log's decisions, in the emulator's file
-    /// format, in `E2E_AUTHZ_LOG_DIR` (a private control plane only: the shared one's are other tests' too).
+    /// The real counterpart of the emulator's decision log: the audit log's decisions and the finalizer checks
+    /// admission made (recorded by the control plane's webhook authorizer), in the emulator's file format, in
+    /// `E2E_AUTHZ_LOG_DIR` (a private control plane only: the shared one's are other tests' too).
+    ///
+    /// An admission check counts as allowed: had RBAC refused it, the write it guards would have been answered
+    /// 403, which fails the test (see [`substrate::audit::forbidden_for`]).
     fn write_decision_log(&self) {
         let (Some(substrate), Some(_)) = (&self.substrate, &self.private) else {
             return;
@@ -340,6 +371,21 @@ impl TestCluster {
         };
         let mut rows: std::collections::BTreeMap<substrate::audit::Decision, u64> = Default::default();
         for decision in substrate::audit::decisions(&substrate.audit_log) {
+            *rows.entry(decision).or_default() += 1;
+        }
+        let checks = ::substrate::admission_checks::log_beside(&substrate.audit_log);
+        for check in ::substrate::admission_checks::checks(&checks) {
+            let decision = ::substrate::audit::Decision {
+                user: check.user,
+                verb: check.verb,
+                group: check.group,
+                resource: check.resource,
+                namespace: check.namespace,
+                path: String::new(),
+                name: check.name,
+                allowed: true,
+                reason: "checked inside admission".into(),
+            };
             *rows.entry(decision).or_default() += 1;
         }
         let file = kube_emulator::DecisionLogFile {
@@ -391,8 +437,18 @@ impl TestCluster {
     }
 
     /// Writes a copy of the test's kubeconfig that authenticates with `token` instead (a ServiceAccount's, a
-    /// tenant's).
+    /// tenant's), through the API fault proxy when the test has one.
     pub fn write_kubeconfig_for_token(&self, path: &Path, token: &str) {
+        match &self.api_proxy {
+            Some(proxy) => std::fs::write(path, proxy.kubeconfig(Some(token)))
+                .unwrap_or_else(|e| panic!("write {}: {e}", path.display())),
+            None => self.write_direct_kubeconfig_for_token(path, token),
+        }
+    }
+
+    /// [`TestCluster::write_kubeconfig_for_token`] straight to the API server (a tenant's: faults are for the
+    /// manager).
+    fn write_direct_kubeconfig_for_token(&self, path: &Path, token: &str) {
         let mut kubeconfig = Kubeconfig::read_from(&self.kubeconfig).expect("read kubeconfig");
         let current = kubeconfig.current_context.clone().unwrap_or_default();
         let user = kubeconfig
@@ -428,7 +484,7 @@ impl TestCluster {
                 .unwrap_or_else(|e| panic!("a kubeconfig for {user}: {e}")),
             None => {
                 let token = self.emulator().mint_token(user, groups);
-                self.write_kubeconfig_for_token(&path, &token);
+                self.write_direct_kubeconfig_for_token(&path, &token);
             }
         }
         let home = self

@@ -2,10 +2,12 @@
 //! child process, kubectl as a user would run it, waiting on conditions with deadlines, and reading what the
 //! manager reports (its metrics, events, and the conditions of the objects it reconciles).
 //!
-//! By default a test gets an in-process API emulator of its own. Set `E2E_KUBECONFIG` to a kubeconfig to run the
-//! same tests against a real cluster instead (tests that need the emulator's request counters or fault
-//! injection then fail with a message saying so).
+//! A test gets the control plane the run asks for: a real one of its own on the run's substrate
+//! (`E2E_CONTROL_PLANE=real`, as `e2e/test.sh` runs them), an in-process API emulator, or the cluster in
+//! `E2E_KUBECONFIG`. Faults and request counts come from proxies in front of the real components
+//! ([`fault_proxy`], [`api_proxy`]), so the same test runs on each.
 
+pub mod api_proxy;
 pub mod cluster;
 pub mod conditions;
 pub mod events;

@@ -79,6 +79,7 @@ struct ObjectRef {
 #[serde(default)]
 struct ResponseStatus {
     code: u16,
+    message: String,
 }
 
 impl Event {
@@ -121,11 +122,14 @@ fn completed(audit_log: &Path) -> Vec<Event> {
 /// The requests of `user` that the authorizer refused, in the log's order. The message is rebuilt in the shape of
 /// the apiserver's Forbidden message (`<resource>.<group> "<name>" is forbidden: User "<user>" cannot <verb>
 /// resource …`; the audit log keeps no response bodies), so the substrings tests declare as expected match either
-/// source.
+/// source. A request the authorizer allowed but admission answered 403 (`OwnerReferencesPermissionEnforcement`
+/// refusing an owner reference) is a refusal too, with the apiserver's own message.
 pub fn forbidden_for(audit_log: &Path, user: &str) -> Vec<Refusal> {
     completed(audit_log)
         .iter()
-        .filter(|event| event.acting_user() == user && event.decision() == Some("forbid"))
+        .filter(|event| {
+            event.acting_user() == user && (event.decision() == Some("forbid") || event.response_status.code == 403)
+        })
         .map(|event| {
             let o = event.object();
             let qualified = if o.api_group.is_empty() {
@@ -148,15 +152,20 @@ pub fn forbidden_for(audit_log: &Path, user: &str) -> Vec<Refusal> {
             } else {
                 format!("in the namespace \"{}\"", o.namespace)
             };
+            let by_admission = event.decision() != Some("forbid") && !event.response_status.message.is_empty();
             Refusal {
                 user: user.to_string(),
                 verb: event.verb.clone(),
                 path: event.request_uri.clone(),
-                message: format!(
+                message: if by_admission {
+                    event.response_status.message.clone()
+                } else {
+                    format!(
                     "{object} is forbidden: User \"{user}\" cannot {} resource \"{full_resource}\" in API group \"{}\" \
                      {scope}",
                     event.verb, o.api_group
-                ),
+                )
+                },
             }
         })
         .collect()

@@ -9,6 +9,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use super::SubstrateError;
+use super::admission_checks::{self, AdmissionCheckRecorder};
 use super::cache::Provisioned;
 use super::pki::{self, ClusterCa};
 use super::process::{Supervised, free_port};
@@ -47,6 +48,8 @@ pub struct ControlPlane {
     apiserver: Supervised,
     /// None when the control plane stores in another's etcd (a private control plane of one test).
     etcd: Option<Supervised>,
+    /// Serves the apiserver's webhook authorizer; stops after the apiserver.
+    _admission_checks: AdmissionCheckRecorder,
     etcd_url: String,
     url: String,
     admin_kubeconfig: PathBuf,
@@ -113,6 +116,8 @@ impl ControlPlane {
         let url = format!("https://127.0.0.1:{port}");
         let audit_log = dir.join("audit.log");
         write(&dir.join("audit-policy.yaml"), AUDIT_POLICY)?;
+        let (admission_checks, authorization) =
+            AdmissionCheckRecorder::start(&ca, dir, &admission_checks::log_beside(&audit_log)).await?;
         let mut apiserver_cmd = Command::new(binaries.kube_apiserver()?);
         apiserver_cmd
             .arg(format!("--etcd-servers={etcd_url}"))
@@ -137,7 +142,8 @@ impl ControlPlane {
                 pki_dir.join("sa.key").display()
             ))
             .arg("--service-cluster-ip-range=10.0.0.0/24")
-            .arg("--authorization-mode=RBAC")
+            // RBAC, behind a webhook that records the finalizer checks admission makes (see admission_checks).
+            .arg(format!("--authorization-config={}", authorization.config.display()))
             // On by default in a cluster: NamespaceLifecycle, ServiceAccount, ValidatingAdmissionPolicy, …; a
             // cluster that cares about owner references turns this one on too (the operator must pass it).
             .arg("--enable-admission-plugins=OwnerReferencesPermissionEnforcement")
@@ -194,6 +200,7 @@ impl ControlPlane {
             controller_manager_log,
             apiserver,
             etcd,
+            _admission_checks: admission_checks,
             etcd_url,
             url,
             admin_kubeconfig,

@@ -7,6 +7,7 @@
 //! [`Substrate::from_env`] and isolates itself by namespace and unique names. Starting them per test would cost
 //! 10–30 s each (measured in `docs/substrate.md`).
 
+pub mod admission_checks;
 pub mod audit;
 mod cache;
 mod control_plane;

@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+use e2e::harness::fault_proxy::Fault;
 use e2e::harness::{Deadline, TestCluster, wait_until};
 use framework::conditions::{ConditionUpdate, READY};
 use framework::runner::{Context, Outcome, Reconciler};
@@ -15,13 +16,12 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::{CustomResource, CustomResourceExt};
-use kube_emulator::Fault;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tokio::sync::Notify;
 
-use crate::support::{TestError, run};
+use crate::support::{TestError, run_with};
 
 /// A kind with a status subresource, for this test only.
 #[derive(CustomResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
@@ -142,12 +142,11 @@ enum Answer {
 /// A pass fails after writing Broken while the watch is down from before that write to the end; the retry must
 /// still leave Fine.
 async fn replay(answer: Answer) {
-    // Injects API faults through the emulator's hooks (the real apiserver has none yet): on the emulator.
-    let cluster = TestCluster::start_emulated().await;
+    let cluster = TestCluster::start_behind_fault_proxy().await;
     cluster.install_crds(&[Gadget::crd()]).await;
     let ns = cluster.create_namespace("own-writes").await;
     let controller = Arc::new(GadgetController::default());
-    let running = run(&cluster, controller.clone(), &ns);
+    let running = run_with(cluster.proxied_client().await, controller.clone(), &ns);
     let api: Api<Gadget> = Api::namespaced(cluster.client(), &ns);
     api.create(&PostParams::default(), &Gadget::new("g", GadgetSpec { revision: 1 }))
         .await
@@ -170,22 +169,18 @@ async fn replay(answer: Answer) {
     tokio::time::timeout(std::time::Duration::from_secs(15), started)
         .await
         .expect("the changed spec starts the failing pass");
-    let gadgets = |verbs: &[&str]| Fault {
-        verbs: verbs.iter().map(|v| v.to_string()).collect(),
-        group: Some("framework-test.example.com".into()),
-        resource: Some("gadgets".into()),
-        error_status: Some(500),
-        ..Fault::default()
-    };
-    cluster.emulator().inject_fault(gadgets(&["list", "watch"]));
-    if answer == Answer::LostAfterTheWrite {
-        cluster.emulator().inject_fault(Fault {
-            after_handling: true,
-            count: Some(1),
-            ..gadgets(&["patch"])
-        });
+    let faults = cluster.api_faults();
+    for verb in ["list", "watch"] {
+        faults.add_fault(Fault::route(&format!("{verb} gadgets.framework-test.example.com")).status(500));
     }
-    cluster.emulator().cut_watches(None);
+    if answer == Answer::LostAfterTheWrite {
+        faults.add_fault(
+            Fault::route("patch gadgets.framework-test.example.com*")
+                .status_after_effect(500)
+                .times(1),
+        );
+    }
+    faults.cut_streams("watch *");
     controller.release_failing_pass.notify_one();
 
     // The retry starts from the cached copy, which still says Fine: only a read of the stored object shows that
@@ -200,7 +195,7 @@ async fn replay(answer: Answer) {
         Some("Fine"),
         "the retry corrected the status the failed pass wrote"
     );
-    cluster.emulator().hooks().clear_faults();
+    faults.clear_faults();
     running.shutdown.cancel();
     running.task.await.expect("runner stops");
 }

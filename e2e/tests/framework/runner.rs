@@ -4,13 +4,13 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+use e2e::harness::fault_proxy::Fault;
 use e2e::harness::{Deadline, TestCluster, wait_until};
 use framework::finalizer::FinalizerSpec;
 use framework::runner::{Context, Outcome, Reconciler};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
-use kube_emulator::Fault;
 use tokio::sync::Notify;
 
 use crate::support::{Journal, TestError, run};
@@ -300,19 +300,14 @@ async fn readiness_follows_the_cache_and_shutdown_waits_for_in_flight_work() {
 /// after start).
 #[tokio::test]
 async fn shutdown_before_the_cache_synced_stops_promptly() {
-    // Injects API faults through the emulator's hooks (the real apiserver has none yet): on the emulator.
-    let cluster = TestCluster::start_emulated().await;
+    let cluster = TestCluster::start_behind_fault_proxy().await;
     let ns = cluster.create_namespace("early-stop").await;
     // The initial list takes 3 s, so the stop below certainly comes first.
-    cluster.emulator().hooks().inject(Fault {
-        verbs: vec!["list".into()],
-        group: Some(String::new()),
-        resource: Some("configmaps".into()),
-        latency_ms: 3_000,
-        ..Fault::default()
-    });
+    cluster
+        .api_faults()
+        .add_fault(Fault::route("list configmaps").latency(std::time::Duration::from_secs(3)));
     let controller = Arc::new(ConfigMapController::new());
-    let running = run(&cluster, controller.clone(), &ns);
+    let running = crate::support::run_with(cluster.proxied_client().await, controller.clone(), &ns);
     running.shutdown.cancel();
     assert!(!running.readiness.is_ready(), "the stop came before the cache synced");
     tokio::time::timeout(std::time::Duration::from_secs(10), running.task)

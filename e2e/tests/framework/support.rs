@@ -82,11 +82,16 @@ pub struct Running {
 
 /// Runs `reconciler` with the framework runner against the test cluster, watching `namespace`.
 pub fn run<R: framework::Reconciler>(cluster: &TestCluster, reconciler: Arc<R>, namespace: &str) -> Running {
+    run_with(cluster.client(), reconciler, namespace)
+}
+
+/// [`run`] with a client of the test's choosing (one that goes through the API fault proxy).
+pub fn run_with<R: framework::Reconciler>(client: kube::Client, reconciler: Arc<R>, namespace: &str) -> Running {
     let metrics = Metrics::new().expect("metrics");
     let readiness = Readiness::default();
     let shutdown = CancellationToken::new();
     let runtime = Runtime {
-        client: cluster.client(),
+        client,
         metrics: metrics.clone(),
         readiness: readiness.clone(),
         shutdown: shutdown.clone(),

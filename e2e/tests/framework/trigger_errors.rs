@@ -19,7 +19,9 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use serde_json::json;
 
-use crate::support::{Journal, TestError, run};
+use e2e::harness::fault_proxy::{Fault, kube_watch_expired_event};
+
+use crate::support::{Journal, TestError, run_with};
 
 /// Reconciles ConfigMaps, watching six other kinds the way a controller watches its related objects.
 #[derive(Default)]
@@ -58,11 +60,10 @@ impl Reconciler for WatchfulController {
 
 #[tokio::test]
 async fn when_every_watch_expires_at_once_a_change_is_still_reconciled_within_seconds() {
-    // Compacts history and cuts every watch through the emulator's hooks: on the emulator.
-    let cluster = TestCluster::start_emulated().await;
+    let cluster = TestCluster::start_behind_fault_proxy().await;
     let ns = cluster.create_namespace("trigger-errors").await;
     let controller = Arc::new(WatchfulController::default());
-    let running = run(&cluster, controller.clone(), &ns);
+    let running = run_with(cluster.proxied_client().await, controller.clone(), &ns);
     let api: Api<ConfigMap> = Api::namespaced(cluster.client(), &ns);
     let app = ConfigMap {
         metadata: ObjectMeta {
@@ -80,15 +81,22 @@ async fn when_every_watch_expires_at_once_a_change_is_still_reconciled_within_se
     .await;
     let before = journal.reconciles_of("app");
 
-    // Every watch resumes from a resourceVersion the server no longer has: seven 410 Expired at once. (A write
-    // none of them sees moves the server past their resourceVersions first, as other tenants' writes do.)
-    let elsewhere = cluster.create_namespace("elsewhere").await;
-    Api::<ConfigMap>::namespaced(cluster.client(), &elsewhere)
-        .create(&PostParams::default(), &app)
-        .await
-        .expect("create elsewhere");
-    cluster.emulator().compact_history();
-    cluster.emulator().cut_watches(None);
+    // Every watch is cut and resumes from a resourceVersion the server no longer has: a 410 Expired for each at
+    // once. (The proxy answers the resumptions as kube-apiserver does after an etcd compaction; the apiserver's
+    // watch cache would serve resumptions this recent from memory.)
+    let faults = cluster.api_faults();
+    // ConfigMaps and the six related kinds.
+    let watches = wait_until("the seven watches open", Deadline::secs(10), || async {
+        let open = faults.open_streams("watch *");
+        Ok((open >= 7).then_some(open))
+    })
+    .await;
+    let expired = faults.add_fault(
+        Fault::route("watch *")
+            .respond(200, kube_watch_expired_event())
+            .times(u32::try_from(watches).expect("a few watches")),
+    );
+    faults.cut_streams("watch *");
     let changed = Instant::now();
     api.patch(
         "app",
@@ -106,6 +114,10 @@ async fn when_every_watch_expires_at_once_a_change_is_still_reconciled_within_se
         "MEASURE trigger errors: change reconciled {:?} after every watch expired",
         changed.elapsed()
     );
+    wait_until("every cut watch answered 410 Expired", Deadline::secs(10), || async {
+        Ok((!faults.has_fault(expired)).then_some(()))
+    })
+    .await;
     running.shutdown.cancel();
     running.task.await.expect("runner stops");
 }

@@ -8,11 +8,10 @@ use crate::support::{CREDENTIAL, NAMESPACED_INSTALL_NAMESPACE, Setup, World};
 #[tokio::test]
 async fn a_namespaced_install_creates_and_releases_a_credential_holding_only_roles() {
     let world = World::start(Setup {
-        namespaced: true,
         // The overlay's `keystoneapplicationcredentials/finalizers` grant is used by a check inside admission
-        // (OwnerReferencesPermissionEnforcement), which the real apiserver's audit log does not record: on the
-        // emulator its decision log shows `rbac-coverage` the grant is needed.
-        api_faults: true,
+        // (OwnerReferencesPermissionEnforcement); the control plane's admission-check record shows it to
+        // `rbac-coverage`.
+        namespaced: true,
         ..Setup::default()
     })
     .await;

@@ -5,9 +5,9 @@
 
 use std::time::Duration;
 
+use e2e::harness::fault_proxy::Fault;
 use e2e::harness::{Deadline, wait_until};
 use kube::api::PostParams;
-use kube_emulator::Fault;
 
 use crate::support::{CREDENTIAL, Setup, World};
 
@@ -142,13 +142,10 @@ async fn a_manager_killed_before_the_status_recorded_a_new_secret_does_not_mint_
     let first_id = first.ac_id.clone().expect("acID");
 
     // Status writes (patches of the credential) hang; the spec change below is an update, so it goes through.
-    world.cluster.emulator().hooks().inject(Fault {
-        verbs: vec!["patch".into()],
-        group: Some("keystone.openstack.org".into()),
-        resource: Some("keystoneapplicationcredentials".into()),
-        latency_ms: 60_000,
-        ..Fault::default()
-    });
+    world.cluster.api_faults().add_fault(
+        Fault::route("patch keystoneapplicationcredentials.keystone.openstack.org*")
+            .latency(std::time::Duration::from_secs(60)),
+    );
     let mut ac = world.credential().await;
     ac.spec.roles.push("reader".into());
     world
@@ -170,7 +167,7 @@ async fn a_manager_killed_before_the_status_recorded_a_new_secret_does_not_mint_
     .await;
     wait_for_keystone_count(&world, 2).await;
     world.manager().kill().await;
-    world.cluster.emulator().hooks().clear_faults();
+    world.cluster.api_faults().clear_faults();
     world.manager().restart().await;
 
     assert_exactly_once(&world, 2, &first_id, &first_secret).await;

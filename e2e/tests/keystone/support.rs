@@ -43,9 +43,8 @@ pub struct Setup {
     /// Run the manager as the namespaced install (`manifests/overlays/namespaced`: Roles only, watching the
     /// overlay's example namespace, which then is the test's namespace).
     pub namespaced: bool,
-    /// The test injects API faults or reads request details through the API emulator's hooks: it runs on the
-    /// emulator even when the run asks for the real control plane (until the fault proxy in front of the real
-    /// apiserver does the same).
+    /// The manager reaches the API through a fault proxy ([`TestCluster::api_faults`]), for tests that fail,
+    /// delay or count its requests.
     pub api_faults: bool,
 }
 
@@ -98,7 +97,7 @@ impl World {
     pub async fn start(setup: Setup) -> World {
         let keystone = shared::keystone().await;
         let cluster = if setup.api_faults {
-            TestCluster::start_emulated().await
+            TestCluster::start_behind_fault_proxy().await
         } else {
             TestCluster::start().await
         };

@@ -66,9 +66,8 @@ pub struct Setup {
     pub keycloak_tls: bool,
     /// The realm lives on the Keycloak with the v1 token-exchange and fine-grained-authz preview features.
     pub keycloak_v1: bool,
-    /// The test injects API faults or reads request details through the API emulator's hooks: it runs on the
-    /// emulator even when the run asks for the real control plane (until the fault proxy in front of the real
-    /// apiserver does the same).
+    /// The manager reaches the API through a fault proxy ([`TestCluster::api_faults`]), for tests that fail,
+    /// delay or count its requests.
     pub api_faults: bool,
 }
 
@@ -197,7 +196,7 @@ impl World {
         })
         .await;
         let cluster = if setup.api_faults {
-            TestCluster::start_emulated().await
+            TestCluster::start_behind_fault_proxy().await
         } else {
             TestCluster::start().await
         };

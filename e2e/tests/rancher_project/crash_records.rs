@@ -2,8 +2,8 @@
 //! (`waldur.io/added-members`) before they are added, so a manager killed after adding a member and before writing
 //! the status still knows the member is its own and removes it once the spec stops listing it.
 
+use e2e::harness::fault_proxy::Fault;
 use e2e::harness::{Deadline, wait_until};
-use kube_emulator::Fault;
 
 use crate::support::{
     Setup, World, binding, group_name, group_path, replace_spec, wait_members, writer_labels, writer_spec,
@@ -34,13 +34,10 @@ async fn a_member_added_by_a_pass_killed_before_its_status_write_is_removed_afte
     world.wait_ready(name).await;
 
     // Every status write now fails: the pass that adds bob cannot record him in the status.
-    world.cluster.emulator().hooks().inject(Fault {
-        verbs: vec!["patch".into()],
-        group: Some("waldur.io".into()),
-        resource: Some("managedrancherprojects".into()),
-        error_status: Some(500),
-        ..Fault::default()
-    });
+    world
+        .cluster
+        .api_faults()
+        .add_fault(Fault::route("patch managedrancherprojects.waldur.io*").status(500));
     let current = world.get(name).await.expect("the object");
     replace_spec(&world, current, spec(&["alice", "bob"]))
         .await
@@ -62,7 +59,7 @@ async fn a_member_added_by_a_pass_killed_before_its_status_write_is_removed_afte
 
     // bob leaves the spec while no manager runs; the restarted one removes him (the status alone would say
     // he was added by hand).
-    world.cluster.emulator().hooks().clear_faults();
+    world.cluster.api_faults().clear_faults();
     let current = world.get(name).await.expect("the object");
     replace_spec(&world, current, spec(&["alice"]))
         .await

@@ -4,7 +4,7 @@
 //! the next pass revokes it; before, the member stayed (counted as added by hand) and the PRTB and group were
 //! never deleted — access outliving its removal from the spec.
 
-use kube_emulator::Fault;
+use e2e::harness::fault_proxy::Fault;
 use serde_json::Value;
 
 use crate::support::{
@@ -38,13 +38,9 @@ async fn what_a_pass_granted_before_its_status_write_conflicted_is_still_revoked
 
     // Patches of the object (the status writes) are held back; the spec edits below are PUTs of the whole object
     // (the finalizer kept, so the runner has nothing to patch) and go through at once.
-    world.cluster.emulator().hooks().inject(Fault {
-        verbs: vec!["patch".into()],
-        group: Some("waldur.io".into()),
-        resource: Some("managedrancherprojects".into()),
-        latency_ms: HELD_BACK_MS,
-        ..Fault::default()
-    });
+    world.cluster.api_faults().add_fault(
+        Fault::route("patch managedrancherprojects.waldur.io*").latency(std::time::Duration::from_millis(HELD_BACK_MS)),
+    );
     let granted = writer_spec(
         name,
         rp,
@@ -80,7 +76,7 @@ async fn what_a_pass_granted_before_its_status_write_conflicted_is_still_revoked
     replace_spec(&world, current, before)
         .await
         .expect("the spec changes before the held status write lands (no status was written since the read)");
-    world.cluster.emulator().hooks().clear_faults();
+    world.cluster.api_faults().clear_faults();
 
     // What the conflicting pass did is revoked: bob leaves, the admin group and its PRTB go.
     wait_members(&world, &group_path(&members), &["alice"]).await;

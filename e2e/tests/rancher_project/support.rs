@@ -40,9 +40,8 @@ pub struct Setup {
     pub keycloak: bool,
     /// Rancher and Keycloak serve HTTPS with certificates of a CA made for the test (`World::ca_pem`).
     pub tls: bool,
-    /// The test injects API faults or reads request details through the API emulator's hooks: it runs on the
-    /// emulator even when the run asks for the real control plane (until the fault proxy in front of the real
-    /// apiserver does the same).
+    /// The manager reaches the API through a fault proxy ([`TestCluster::api_faults`]), for tests that fail,
+    /// delay or count its requests.
     pub api_faults: bool,
 }
 
@@ -185,7 +184,7 @@ impl World {
     /// Sets up a world.
     pub async fn start(setup: Setup) -> World {
         let cluster = if setup.api_faults {
-            TestCluster::start_emulated().await
+            TestCluster::start_behind_fault_proxy().await
         } else {
             TestCluster::start().await
         };
