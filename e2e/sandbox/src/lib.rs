@@ -1,6 +1,6 @@
 //! The sandbox: the whole operator running with no cluster, for people who want to try it.
 //!
-//! It starts the API emulator and writes a kubeconfig, installs the operator's CRDs and the third-party ones it
+//! It starts a Kubernetes API ([`api`]: a real control plane, or the API emulator) and writes a kubeconfig, installs the operator's CRDs and the third-party ones it
 //! writes, prepares the surroundings each controller expects (shared Gateways, Keycloak, Rancher, a real
 //! Keystone, a real Keycloak with a realm for each controller that uses one, credentials Secrets), plays cert-manager and Envoy
 //! Gateway, starts the real `manager` binary, and applies `manifests/samples`. Everything stops on Ctrl-C.
@@ -8,6 +8,7 @@
 //! The real Keycloak is the test run's (`E2E_SUBSTRATE`, set by `substrate run`) when there is one, else one the
 //! sandbox starts from the copy `e2e/substrate/provision.sh` prepared.
 
+pub mod api;
 pub mod bench;
 pub mod chaos;
 pub mod keystone;
@@ -22,12 +23,12 @@ use kube::Client;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use api::{ControlPlaneKind, SandboxApi};
 use e2e::fixtures::envoy_gateway::EnvoyGateway;
 use e2e::fixtures::{standins, third_party_crds};
-use e2e::harness::Kubectl;
 use e2e::harness::cluster::client_for;
 use e2e::keystone::fault_proxy::FaultProxy;
-use kube_emulator::{ApiServer, ServerConfig, ServerHandle};
+use kube_emulator::ServerConfig;
 use manager::ManagerChild;
 use substrate::{KeycloakEndpoint, KeycloakFlavour, Provisioned, RealKeycloak, SUBSTRATE_ENV, Substrate};
 
@@ -36,6 +37,8 @@ use substrate::{KeycloakEndpoint, KeycloakFlavour, Provisioned, RealKeycloak, SU
 pub struct SandboxOptions {
     /// Where to write the kubeconfig.
     pub kubeconfig: PathBuf,
+    /// The Kubernetes API to run on.
+    pub control_plane: ControlPlaneKind,
     /// Address of the API emulator (port 0 picks a free port).
     pub api_listen: SocketAddr,
     /// Directory for logs and state (Keystone's database, the manager log).
@@ -48,7 +51,7 @@ pub struct SandboxOptions {
     pub manager_args: Vec<String>,
     /// Apply `manifests/samples` once the manager runs (a benchmark leaves them out to count only its own).
     pub apply_samples: bool,
-    /// Have the API emulator log every request (arrival, time taken, answer) to `api-requests.log` in the work
+    /// Have the API emulator (only) log every request (arrival, time taken, answer) to `api-requests.log` in the work
     /// directory: evidence for a client-side report of a request without an answer.
     pub api_request_log: bool,
     /// The real Keycloak the NebariApp and ManagedRancherProject controllers use (each in a realm of its own).
@@ -61,6 +64,7 @@ impl SandboxOptions {
     pub fn in_dir(work_dir: &Path, repo_root: &Path) -> Self {
         Self {
             kubeconfig: work_dir.join("kubeconfig"),
+            control_plane: ControlPlaneKind::default(),
             api_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             work_dir: work_dir.to_path_buf(),
             repo_root: repo_root.to_path_buf(),
@@ -97,7 +101,7 @@ impl SandboxError {
 
 /// A running sandbox.
 pub struct Sandbox {
-    api: ServerHandle,
+    api: SandboxApi,
     manager: ManagerChild,
     shutdown: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
@@ -118,21 +122,18 @@ impl Sandbox {
     /// Starts every component and applies the samples.
     pub async fn start(options: SandboxOptions) -> Result<Self, SandboxError> {
         std::fs::create_dir_all(&options.work_dir).map_err(|e| SandboxError::start("work directory", e))?;
-        let api = ApiServer::start(ServerConfig {
+        let emulator = ServerConfig {
             listen: options.api_listen,
             request_log: options
                 .api_request_log
                 .then(|| options.work_dir.join("api-requests.log")),
             ..ServerConfig::default()
-        })
-        .await
-        .map_err(|e| SandboxError::start("API emulator", e))?;
-        api.write_kubeconfig(&options.kubeconfig)
-            .map_err(|e| SandboxError::start("kubeconfig", e))?;
+        };
+        let api = SandboxApi::start(options.control_plane, emulator, &options.kubeconfig, &options.work_dir).await?;
         let client = client_for(&options.kubeconfig).await;
         let shutdown = CancellationToken::new();
 
-        install_crds(&client).await?;
+        install_crds(&client, &api).await?;
         // Keystone and a Keycloak of the sandbox's own are both slow to start: side by side.
         let (keystone, keycloak) = tokio::join!(keystone::prepare(&client, &options.work_dir), real_keycloak(&options));
         let (keystone, (endpoint, keycloak_server, shared)) = (keystone?, keycloak?);
@@ -169,15 +170,12 @@ impl Sandbox {
         let envoy_gateway = EnvoyGateway::start(client.clone());
 
         // The manager runs as the shipped ServiceAccount, under the RBAC of manifests/default, as in a cluster.
-        let home = options.work_dir.join("kubectl-home");
-        std::fs::create_dir_all(&home).map_err(|e| SandboxError::start("kubectl home", e))?;
-        let kubectl = Kubectl::new(&options.kubeconfig, &home);
+        let kubectl = api.kubectl().clone();
         let (identity, token) = e2e::harness::install::install_identity(&kubectl, "default")
             .await
             .map_err(|e| SandboxError::start("the operator's ServiceAccount and RBAC", e))?;
         let manager_kubeconfig = options.work_dir.join("manager-kubeconfig");
-        api.write_kubeconfig_with_token(&manager_kubeconfig, &token)
-            .map_err(|e| SandboxError::start("the manager's kubeconfig", e))?;
+        api.write_manager_kubeconfig(&manager_kubeconfig, &token)?;
 
         let manager_log = options.work_dir.join("manager.log");
         let mut args = Vec::new();
@@ -232,13 +230,13 @@ impl Sandbox {
         self.keystone.url()
     }
 
-    /// The API emulator's URL.
-    pub fn url(&self) -> &str {
+    /// The API server's URL.
+    pub fn url(&self) -> String {
         self.api.url()
     }
 
-    /// The API emulator itself (its decision log and counters, for tests).
-    pub fn api(&self) -> &ServerHandle {
+    /// The API and the fault proxy in front of it (faults, watch cuts, the manager's request counts).
+    pub fn api(&self) -> &SandboxApi {
         &self.api
     }
 
@@ -294,12 +292,7 @@ impl Sandbox {
     /// The requests the API server refused the manager so far (`METHOD path: message`): the shipped RBAC is
     /// incomplete if there are any.
     pub fn manager_refusals(&self) -> Vec<String> {
-        self.api
-            .forbidden_responses()
-            .into_iter()
-            .filter(|f| f.user == self.manager_user)
-            .map(|f| format!("{} {}: {}", f.method, f.path, f.message))
-            .collect()
+        self.api.refusals_of(&self.manager_user)
     }
 
     /// Stops the manager (SIGTERM), the stand-ins and the emulators.
@@ -314,7 +307,7 @@ impl Sandbox {
         self.keystone.stop();
         self.rancher.stop().await;
         drop(self.keycloak_server.take());
-        self.api.shutdown().await;
+        self.api.stop().await;
     }
 }
 
@@ -337,7 +330,7 @@ async fn real_keycloak(
         })?;
         return Ok((endpoint, None, true));
     }
-    provision_keycloak().await?;
+    provision(&["--keycloak-only"]).await?;
     let server = RealKeycloak::start(
         &Provisioned::locate(),
         KeycloakFlavour::Default,
@@ -348,31 +341,36 @@ async fn real_keycloak(
     Ok((server.endpoint().clone(), Some(server), false))
 }
 
-/// Provisions Keycloak into the cache on first use (about 30 s; later runs find it there), with the script's
-/// progress on the terminal.
-async fn provision_keycloak() -> Result<(), SandboxError> {
+/// Runs `e2e/substrate/provision.sh` with `args` (`--keycloak-only`: about 30 s the first time; everything: a
+/// few minutes the first time, for the Go build of the control plane), with the script's progress on the
+/// terminal. What the cache already holds is kept, so later runs take a second.
+pub(crate) async fn provision(args: &[&str]) -> Result<(), SandboxError> {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../substrate/provision.sh");
     let status = tokio::process::Command::new("bash")
         .arg(script)
-        .arg("--keycloak-only")
+        .args(args)
         .stdout(std::process::Stdio::null())
         .status()
         .await
-        .map_err(|e| SandboxError::start("Keycloak provisioning", format!("cannot run {script}: {e}")))?;
+        .map_err(|e| SandboxError::start("provisioning", format!("cannot run {script}: {e}")))?;
     if status.success() {
         Ok(())
     } else {
         Err(SandboxError::start(
-            "Keycloak provisioning",
-            format!("{script} --keycloak-only failed ({status}); its messages above say why"),
+            "provisioning",
+            format!(
+                "{script} {} failed ({status}); its messages above say why",
+                args.join(" ")
+            ),
         ))
     }
 }
 
-async fn install_crds(client: &Client) -> Result<(), SandboxError> {
+async fn install_crds(client: &Client, api: &SandboxApi) -> Result<(), SandboxError> {
     let mut all = crds::all();
     all.extend(third_party_crds::for_nebari());
-    e2e::harness::cluster::install_crds(client, "sandbox", &all)
+    e2e::harness::cluster::install_crds(client, "sandbox", &api.crds_for(all))
         .await
-        .map_err(|e| SandboxError::start("CRDs", e))
+        .map_err(|e| SandboxError::start("CRDs", e))?;
+    api.crds_installed()
 }

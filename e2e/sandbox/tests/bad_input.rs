@@ -197,12 +197,15 @@ async fn apply(kubectl: &Kubectl, dir: &std::path::Path, case: &Case) -> Result<
 async fn every_bad_input_is_refused_or_answered_with_a_condition_and_nothing_loops_or_leaks() {
     let dir = tempfile::tempdir().expect("scratch directory");
     let repo_root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let sandbox = Sandbox::start(SandboxOptions::in_dir(&dir.path().join("work"), &repo_root))
-        .await
-        .expect("start the sandbox");
+    let sandbox = Sandbox::start(SandboxOptions {
+        control_plane: sandbox::api::ControlPlaneKind::of_test_run(),
+        ..SandboxOptions::in_dir(&dir.path().join("work"), &repo_root)
+    })
+    .await
+    .expect("start the sandbox");
     let home = dir.path().join("home");
     std::fs::create_dir_all(&home).expect("kubectl home");
-    let kubectl = Kubectl::new(sandbox.kubeconfig(), &home);
+    let kubectl = sandbox.api().kubectl().clone();
     // The samples are Ready first: the hostile objects meet a working system.
     wait_until("the NebariApp sample to be Ready", Deadline::secs(120), || async {
         let out = kubectl.run(&["get", "nebariapps", "-A", "-o", "json"]).await;
@@ -287,17 +290,16 @@ async fn every_bad_input_is_refused_or_answered_with_a_condition_and_nothing_loo
     ]);
     let strays: Vec<String> = sandbox
         .api()
-        .decisions()
+        .requests_of(sandbox.manager_user())
         .into_iter()
-        .filter(|d| d.user == sandbox.manager_user())
-        .filter(|d| {
+        .filter(|(verb, _, _)| {
             matches!(
-                d.verb.as_str(),
+                verb.as_str(),
                 "create" | "update" | "patch" | "delete" | "deletecollection"
             )
         })
-        .filter(|d| !allowed.contains(d.namespace.as_str()))
-        .map(|d| format!("{} {} in {}", d.verb, d.resource, d.namespace))
+        .filter(|(_, _, namespace)| !allowed.contains(namespace.as_str()))
+        .map(|(verb, resource, namespace)| format!("{verb} {resource} in {namespace}"))
         .collect();
     assert!(
         strays.is_empty(),

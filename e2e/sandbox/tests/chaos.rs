@@ -26,12 +26,17 @@ async fn the_operator_converges_after_faults_and_crashes_and_leaves_no_duplicate
         converge_within: Duration::from_secs(120),
         work_dir: dir.path().join("work"),
         repo_root: std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.."),
+        control_plane: sandbox::api::ControlPlaneKind::of_test_run(),
     })
     .await
     .expect("the chaos run could be carried out");
     println!("{}", report.table());
     assert_eq!(report.kills, 3);
     assert!(report.watch_cuts >= 9 && report.compactions >= 3, "{report:?}");
+    assert!(
+        report.api_requests.1 > 0,
+        "the API proxy faulted none of the manager's requests: {report:?}"
+    );
     if !report.passed() {
         // Keep the manager's log and the sandbox's state for the post-mortem.
         let kept = dir.keep();

@@ -4,9 +4,10 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use e2e::harness::{Deadline, Kubectl, wait_until};
+use e2e::harness::{Deadline, wait_until};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
+use sandbox::api::ControlPlaneKind;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
@@ -25,6 +26,8 @@ async fn start_sandbox() -> Running {
         .arg(dir.path().join("kubeconfig"))
         .arg("--work-dir")
         .arg(dir.path().join("work"))
+        .arg("--control-plane")
+        .arg(ControlPlaneKind::of_test_run().flag())
         // The manager binary beside the sandbox is current (cargo built the workspace): no nested cargo build.
         .env_remove("CARGO")
         .stdout(Stdio::piped())
@@ -124,7 +127,9 @@ async fn the_sandbox_runs_every_sample_to_ready_and_stops_on_ctrl_c() {
     let kubeconfig = dir.path().join("kubeconfig");
     let home = dir.path().join("home");
     std::fs::create_dir_all(&home).expect("kubectl home");
-    let kubectl = Kubectl::new(&kubeconfig, &home);
+    let kubectl = ControlPlaneKind::of_test_run()
+        .kubectl(&kubeconfig, &home)
+        .expect("kubectl for the sandbox");
     for kind in [
         "nebariapps",
         "keystoneapplicationcredentials",

@@ -581,7 +581,7 @@ fn qualified(group: &str, resource: &str) -> String {
 
 /// Every object of every listable kind in the cluster of `kubeconfig`, as `(resource.group, object)`. Runs on a
 /// thread of its own (callers are in `Drop`, inside the test's runtime).
-fn every_object(kubeconfig: &Path) -> Vec<(String, Value)> {
+pub fn every_object(kubeconfig: &Path) -> Vec<(String, Value)> {
     let kubeconfig = kubeconfig.to_path_buf();
     let read = std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -619,7 +619,7 @@ fn every_object(kubeconfig: &Path) -> Vec<(String, Value)> {
 }
 
 /// `crds` with each Gateway API kind replaced by the upstream CRD of the version the substrate provisioned.
-fn with_upstream_gateway_api(crds: &[CustomResourceDefinition]) -> Vec<CustomResourceDefinition> {
+pub fn with_upstream_gateway_api(crds: &[CustomResourceDefinition]) -> Vec<CustomResourceDefinition> {
     let files = substrate::Provisioned::locate()
         .gateway_api_crds()
         .unwrap_or_else(|e| panic!("{e}"));

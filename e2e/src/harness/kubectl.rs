@@ -67,6 +67,11 @@ impl Kubectl {
         self
     }
 
+    /// The kubeconfig it uses.
+    pub fn kubeconfig(&self) -> &Path {
+        &self.kubeconfig
+    }
+
     /// A kubectl like this one (same binary) for another kubeconfig and home.
     pub fn for_kubeconfig(&self, kubeconfig: &Path, home: &Path) -> Self {
         Self::new(kubeconfig, home).with_program(&self.program)

@@ -122,6 +122,8 @@ pub struct BenchOptions {
     pub work_dir: PathBuf,
     /// The repository root.
     pub repo_root: PathBuf,
+    /// The Kubernetes API the sandboxes run on.
+    pub control_plane: crate::api::ControlPlaneKind,
 }
 
 /// Why a benchmark run failed.
@@ -251,11 +253,10 @@ fn external_by_api(metrics: &str) -> BTreeMap<String, u64> {
 
 fn apply_latency(sandbox: &Sandbox, latency: AddedLatency) {
     if latency.kube_ms > 0 {
-        sandbox.api().inject_fault(kube_emulator::Fault {
-            user: Some(sandbox.manager_user().to_string()),
-            latency_ms: latency.kube_ms,
-            ..Default::default()
-        });
+        sandbox
+            .api()
+            .faults()
+            .add_fault(e2e::harness::fault_proxy::Fault::everywhere().latency(Duration::from_millis(latency.kube_ms)));
     }
     if latency.keycloak_ms > 0 {
         let delay = Duration::from_millis(latency.keycloak_ms);
@@ -317,15 +318,15 @@ async fn run_one(options: &BenchOptions, workload: Workload, objects: usize, rou
             .into_iter()
             .chain(options.manager_args.iter().cloned())
             .collect(),
+        control_plane: options.control_plane,
         ..SandboxOptions::in_dir(&work_dir, &options.repo_root)
     })
     .await?;
     apply_latency(&sandbox, options.latency);
     let client = e2e::harness::cluster::client_for(sandbox.kubeconfig()).await;
     let http = reqwest::Client::new();
-    let user = sandbox.manager_user().to_string();
 
-    sandbox.api().hooks().reset_counters();
+    sandbox.api().faults().reset_counters();
     let before = read(&sandbox, &http).await?;
     let started = Instant::now();
     create_all(&client, workload, objects, options.create_concurrency).await?;
@@ -355,20 +356,20 @@ async fn run_one(options: &BenchOptions, workload: Workload, objects: usize, rou
         log: sandbox.manager_log().display().to_string(),
     })?;
     let converge = started.elapsed();
-    let requests = sandbox.api().hooks().counters_of(&user);
+    let requests = sandbox.api().manager_requests();
     let verb_count = |verbs: &[&str]| -> u64 {
         requests
             .iter()
-            .filter(|row| verbs.contains(&row.key.verb.as_str()))
+            .filter(|row| verbs.contains(&row.verb.as_str()))
             .map(|row| row.count)
             .sum()
     };
     let per_object = |total: u64| total as f64 / objects as f64;
     let mut by_request: BTreeMap<String, u64> = BTreeMap::new();
-    for row in requests.iter().filter(|row| row.key.verb != "watch") {
-        let mut request = format!("{} {}", row.key.verb, row.key.resource);
-        if !row.key.subresource.is_empty() {
-            request = format!("{request}/{}", row.key.subresource);
+    for row in requests.iter().filter(|row| row.verb != "watch") {
+        let mut request = format!("{} {}", row.verb, row.resource);
+        if !row.subresource.is_empty() {
+            request = format!("{request}/{}", row.subresource);
         }
         *by_request.entry(request).or_insert(0) += row.count;
     }
@@ -390,17 +391,11 @@ async fn run_one(options: &BenchOptions, workload: Workload, objects: usize, rou
         .collect();
 
     // The idle phase: a measured window with nothing changing, so anything counted in it is waste.
-    sandbox.api().hooks().reset_counters();
+    sandbox.api().faults().reset_counters();
     let idle_started = Instant::now();
     tokio::time::sleep(options.idle).await;
     let idle = read(&sandbox, &http).await?;
-    let idle_requests: u64 = sandbox
-        .api()
-        .hooks()
-        .counters_of(&user)
-        .iter()
-        .map(|row| row.count)
-        .sum();
+    let idle_requests: u64 = sandbox.api().manager_requests().iter().map(|row| row.count).sum();
     let external_total = |m: &str| external_by_api(m).values().sum::<u64>();
 
     let row = Row {

@@ -54,6 +54,9 @@ struct Args {
     /// Directory for the sandboxes, the JSON report and the SVG.
     #[arg(long, default_value = "target/bench")]
     out_dir: PathBuf,
+    /// The Kubernetes API the sandboxes run on.
+    #[arg(long, value_enum, default_value_t)]
+    control_plane: sandbox::api::ControlPlaneKind,
 }
 
 #[tokio::main]
@@ -75,6 +78,7 @@ async fn main() -> ExitCode {
         manager_args: args.manager_args,
         work_dir: out_dir.join("runs"),
         repo_root: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.."),
+        control_plane: args.control_plane,
     };
     let report = match run(&options).await {
         Ok(report) => report,

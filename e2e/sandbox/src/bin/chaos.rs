@@ -44,6 +44,9 @@ struct Args {
     /// Where to write the report as JSON.
     #[arg(long, default_value = "target/chaos/report.json")]
     json: PathBuf,
+    /// The Kubernetes API to run on.
+    #[arg(long, value_enum, default_value_t)]
+    control_plane: sandbox::api::ControlPlaneKind,
 }
 
 #[tokio::main]
@@ -69,6 +72,7 @@ async fn main() -> ExitCode {
         converge_within: Duration::from_secs(args.converge_seconds),
         work_dir,
         repo_root: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.."),
+        control_plane: args.control_plane,
     };
     let report = match run(options).await {
         Ok(report) => report,

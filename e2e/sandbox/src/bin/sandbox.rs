@@ -1,5 +1,5 @@
-//! `sandbox`: runs the operator with no cluster. Starts the API emulator, the operator's surroundings and the
-//! `manager`, applies the samples, prints how to point kubectl at it, and stops everything on Ctrl-C or SIGTERM
+//! `sandbox`: runs the operator with no cluster. Starts a Kubernetes API (a real control plane on loopback, or
+//! the API emulator), the operator's surroundings and the `manager`, applies the samples, prints how to point kubectl at it, and stops everything on Ctrl-C or SIGTERM
 //! (the manager is also told to stop if the sandbox is killed outright).
 //!
 //! For scripts: `sandbox --kubeconfig PATH` writes the kubeconfig there and prints a line starting with
@@ -13,20 +13,24 @@ use clap::Parser;
 use sandbox::{Sandbox, SandboxOptions};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
-/// Run the platform operator against an embedded Kubernetes API emulator.
+/// Run the platform operator with no cluster: on a real Kubernetes control plane on loopback, or the API emulator.
 #[derive(Debug, Parser)]
 #[command(name = "sandbox", version, about)]
 struct Args {
     /// Where to write the kubeconfig for kubectl.
     #[arg(long, default_value = "target/sandbox/kubeconfig")]
     kubeconfig: PathBuf,
-    /// Address of the API emulator.
+    /// The Kubernetes API to run on: a real kube-apiserver and kube-controller-manager (provisioned on first
+    /// use), or the API emulator (ready at once, nothing to build).
+    #[arg(long, value_enum, default_value_t)]
+    control_plane: sandbox::api::ControlPlaneKind,
+    /// Address of the API emulator (`--control-plane emulator`).
     #[arg(long, default_value = "127.0.0.1:0")]
     listen: SocketAddr,
     /// Directory for logs and state.
     #[arg(long, default_value = "target/sandbox")]
     work_dir: PathBuf,
-    /// Log every request the API emulator answers (arrival, time taken, status, user, method, URI) to
+    /// Log every request the API emulator answers (`--control-plane emulator`) (arrival, time taken, status, user, method, URI) to
     /// `api-requests.log` in the work directory.
     #[arg(long)]
     api_request_log: bool,
@@ -73,6 +77,7 @@ async fn main() -> ExitCode {
     let kubeconfig = std::path::absolute(&args.kubeconfig).unwrap_or(args.kubeconfig.clone());
     let options = SandboxOptions {
         kubeconfig: kubeconfig.clone(),
+        control_plane: args.control_plane,
         api_listen: args.listen,
         work_dir: std::path::absolute(&args.work_dir).unwrap_or(args.work_dir.clone()),
         repo_root: repo_root(),

@@ -1,7 +1,8 @@
 //! Turning the chaos run's faults on and off in every backend at once. Each backend fails about `percent` % of
 //! the operator's requests: half answered with a 5xx, a quarter cut or lost after the backend acted (the worst
-//! case for duplicates), a quarter delayed or dropped. Only the manager's own Kubernetes requests fail, so the
-//! stand-ins (cert-manager, Envoy Gateway) and the run's own writes go through.
+//! case for duplicates), a quarter delayed or dropped. Only the manager's own Kubernetes requests fail (they alone
+//! go through the API's fault proxy), so the stand-ins (cert-manager, Envoy Gateway) and the run's own writes go
+//! through.
 
 use std::time::Duration;
 
@@ -19,28 +20,26 @@ fn rule_seed(seed: u64, rule: u64) -> u64 {
 pub fn turn_on(sandbox: &Sandbox, percent: u8, seed: u64) {
     let half = percent / 2;
     let quarter = percent / 4;
-    let user = sandbox.manager_user().to_string();
-    let kube = sandbox.api();
-    kube.inject_fault(kube_emulator::Fault {
-        user: Some(user.clone()),
-        error_status: Some(503),
-        chance: emulator_kit::chance::Chance::percent(half, rule_seed(seed, 1)),
-        ..Default::default()
-    });
-    kube.inject_fault(kube_emulator::Fault {
-        user: Some(user.clone()),
-        verbs: ["create", "update", "patch", "delete"].map(String::from).to_vec(),
-        error_status: Some(500),
-        after_handling: true,
-        chance: emulator_kit::chance::Chance::percent(quarter, rule_seed(seed, 2)),
-        ..Default::default()
-    });
-    kube.inject_fault(kube_emulator::Fault {
-        user: Some(user),
-        latency_ms: 1_500,
-        chance: emulator_kit::chance::Chance::percent(quarter, rule_seed(seed, 3)),
-        ..Default::default()
-    });
+    let kube = sandbox.api().faults();
+    kube.add_fault(ProxyFault::everywhere().status(503).percent(half, rule_seed(seed, 1)));
+    for (rule, verb) in (2..).zip(["create", "update", "patch", "delete"]) {
+        kube.add_fault(
+            ProxyFault::route(&format!("{verb} *"))
+                .status_after_effect(500)
+                .percent(quarter, rule_seed(seed, rule)),
+        );
+    }
+    let eighth = percent / 8;
+    kube.add_fault(
+        ProxyFault::everywhere()
+            .latency(Duration::from_millis(1_500))
+            .percent(eighth, rule_seed(seed, 6)),
+    );
+    kube.add_fault(
+        ProxyFault::everywhere()
+            .drop_connection()
+            .percent(eighth, rule_seed(seed, 7)),
+    );
 
     // The fault proxy in front of the NebariApp controller's real Keycloak.
     let keycloak = sandbox.nebari_keycloak().proxy();
@@ -99,7 +98,7 @@ pub fn turn_on(sandbox: &Sandbox, percent: u8, seed: u64) {
 
 /// Turns every fault off.
 pub fn turn_off(sandbox: &Sandbox) {
-    sandbox.api().hooks().clear_faults();
+    sandbox.api().faults().clear_faults();
     sandbox.nebari_keycloak().proxy().clear_faults();
     sandbox.rancher().keycloak.proxy().clear_faults();
     sandbox.rancher().rancher.clear_faults();

@@ -43,7 +43,7 @@ pub struct ChaosOptions {
     pub fault_phase: Duration,
     /// How often every watch stream is cut.
     pub watch_cut_every: Duration,
-    /// How often the watch history is compacted (watches resuming from before get 410 Gone).
+    /// How often the watch history is compacted: every watch is cut and its resumption answered 410 Expired.
     pub compact_every: Duration,
     /// How long the operator may take to converge once the faults are off, and to finish the deletions.
     pub converge_within: Duration,
@@ -51,6 +51,8 @@ pub struct ChaosOptions {
     pub work_dir: PathBuf,
     /// The repository root.
     pub repo_root: PathBuf,
+    /// The Kubernetes API the sandbox runs on.
+    pub control_plane: crate::api::ControlPlaneKind,
 }
 
 /// One assertion of the run.
@@ -83,6 +85,8 @@ pub struct Report {
     pub compactions: u32,
     /// Requests the Keystone proxy failed (the emulators count their own).
     pub keystone_faults: e2e::keystone::fault_proxy::FaultCounts,
+    /// The manager's Kubernetes API requests during the faulty phase, and how many of them a fault rule hit.
+    pub api_requests: (u64, u64),
     /// Seconds of the faulty phase.
     pub fault_phase_seconds: f64,
     /// Seconds from faults off until every object converged.
@@ -109,6 +113,10 @@ impl Report {
         out.push_str(&format!(
             "objects {:?}; changed {}, deleted {} during {:.0} s of faults\n",
             self.objects, self.changed, self.deleted, self.fault_phase_seconds
+        ));
+        out.push_str(&format!(
+            "Kubernetes API proxy: {} of the manager's {} requests faulted\n",
+            self.api_requests.1, self.api_requests.0
         ));
         out.push_str(&format!(
             "manager SIGKILLed {} times; watches cut {} times; history compacted {} times; Keystone proxy: {} errors, {} resets, {} lost answers, {} forwarded\n",
@@ -352,6 +360,7 @@ pub async fn run(options: ChaosOptions) -> Result<Report, ChaosError> {
     let mut sandbox_options = SandboxOptions::in_dir(&options.work_dir, &options.repo_root);
     sandbox_options.keystone_fault_proxy = true;
     sandbox_options.api_request_log = true;
+    sandbox_options.control_plane = options.control_plane;
     let mut sandbox = Sandbox::start(sandbox_options).await?;
     let client = client_for(sandbox.kubeconfig()).await;
     samples_settled(&client, options.converge_within).await?;
@@ -364,6 +373,7 @@ pub async fn run(options: ChaosOptions) -> Result<Report, ChaosError> {
     }
 
     // The faulty phase.
+    sandbox.api().faults().reset_counters();
     faults::turn_on(&sandbox, options.fault_percent, options.seed);
     let started = Instant::now();
     for planned in &plan {
@@ -374,11 +384,11 @@ pub async fn run(options: ChaosOptions) -> Result<Report, ChaosError> {
         tokio::time::sleep_until((started + at).into()).await; // the schedule of the run, not a wait for a state
         match step {
             Step::CutWatches => {
-                sandbox.api().cut_watches(None);
+                sandbox.api().faults().cut_streams("watch *");
                 watch_cuts += 1;
             }
             Step::Compact => {
-                sandbox.api().compact_history();
+                sandbox.api().expire_watches();
                 compactions += 1;
             }
             Step::Change => {
@@ -401,6 +411,7 @@ pub async fn run(options: ChaosOptions) -> Result<Report, ChaosError> {
     let fault_phase_seconds = started.elapsed().as_secs_f64();
     faults::turn_off(&sandbox);
     let keystone_faults = sandbox.keystone_proxy().map(|p| p.counts()).unwrap_or_default();
+    let api_requests = (sandbox.api().faults().total(), sandbox.api().faults().faulted());
 
     let mut checks = Vec::new();
     let all: Vec<&Planned> = plan.iter().collect();
@@ -487,6 +498,7 @@ pub async fn run(options: ChaosOptions) -> Result<Report, ChaosError> {
         watch_cuts,
         compactions,
         keystone_faults,
+        api_requests,
         fault_phase_seconds,
         converge_seconds,
         delete_all_seconds,

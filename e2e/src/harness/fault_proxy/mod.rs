@@ -242,6 +242,8 @@ struct Rules {
     next_id: u64,
     faults: Vec<(u64, Fault)>,
     counts: BTreeMap<(String, String), u64>,
+    /// Requests a rule applied to.
+    faulted: u64,
 }
 
 /// An answer still streaming to its client (a watch), which [`FaultProxy::cut_streams`] can end.
@@ -281,10 +283,12 @@ impl Shared {
         *rules.counts.entry((method.to_string(), route.to_string())).or_default() += 1;
         let mut action = Action::default();
         let mut spent = None;
+        let mut rules_faulted = 0;
         for (id, fault) in rules.faults.iter_mut() {
             if !fault.matches(method, route) || !fault.chance.draw() {
                 continue;
             }
+            rules_faulted += 1;
             action = Action {
                 latency: fault.latency,
                 status: fault.status,
@@ -303,6 +307,7 @@ impl Shared {
         if let Some(id) = spent {
             rules.faults.retain(|(rule, _)| *rule != id);
         }
+        rules.faulted += rules_faulted;
         action
     }
 
@@ -473,9 +478,16 @@ impl FaultProxy {
         self.shared.rules().counts.values().sum()
     }
 
+    /// Requests a rule applied to (since the last reset).
+    pub fn faulted(&self) -> u64 {
+        self.shared.rules().faulted
+    }
+
     /// Forgets the counts.
     pub fn reset_counters(&self) {
-        self.shared.rules().counts.clear();
+        let mut rules = self.shared.rules();
+        rules.counts.clear();
+        rules.faulted = 0;
     }
 
     /// Adds a rule (after the ones already there); returns its id for [`FaultProxy::remove_fault`].
