@@ -157,7 +157,10 @@ impl ControlPlane {
             .arg(format!("--audit-log-path={}", audit_log.display()))
             .arg("--audit-log-format=json")
             .arg("--profiling=false");
-        let mut apiserver = Supervised::spawn("kube-apiserver", apiserver_cmd, &dir.join("kube-apiserver.log"))?;
+        // Observed here: kube-apiserver logs its shutdown at SIGTERM but has not exited 15 s later, so a stop always
+        // waited out the whole grace (5 s per test). Its state is in etcd; a short grace, then SIGKILL.
+        let mut apiserver = Supervised::spawn("kube-apiserver", apiserver_cmd, &dir.join("kube-apiserver.log"))?
+            .with_stop_grace(Duration::from_millis(300));
 
         let admin = ca.issue_client_cert("e2e-admin", &["system:masters"])?;
         let admin_kubeconfig = dir.join("admin.kubeconfig");

@@ -16,6 +16,8 @@ pub struct Supervised {
     name: String,
     child: Child,
     log: PathBuf,
+    /// How long a stop waits after SIGTERM before SIGKILL.
+    stop_grace: Duration,
 }
 
 impl Supervised {
@@ -43,7 +45,14 @@ impl Supervised {
             name: name.to_string(),
             child,
             log: log.to_path_buf(),
+            stop_grace: Duration::from_secs(5),
         })
+    }
+
+    /// Sets how long a stop waits after SIGTERM before SIGKILL (5 s unless set).
+    pub fn with_stop_grace(mut self, grace: Duration) -> Self {
+        self.stop_grace = grace;
+        self
     }
 
     /// Fails when the component has exited.
@@ -115,7 +124,7 @@ impl Supervised {
 
 impl Drop for Supervised {
     fn drop(&mut self) {
-        self.stop(Duration::from_secs(5));
+        self.stop(self.stop_grace);
     }
 }
 
