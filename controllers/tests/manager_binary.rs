@@ -109,7 +109,6 @@ fn kustomize_default_renders_the_whole_install() {
         "RoleBinding",
         "Deployment",
         "Service",
-        "ServiceMonitor",
         "CustomResourceDefinition",
     ] {
         assert!(
@@ -117,6 +116,14 @@ fn kustomize_default_renders_the_whole_install() {
             "manifests/default renders no {kind}: {kinds:?}"
         );
     }
+    // The default install applies on a cluster without the Prometheus Operator: its kinds come only with
+    // the monitoring overlay.
+    assert!(
+        !documents.iter().any(|d| d["apiVersion"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("monitoring.coreos.com/"))),
+        "manifests/default renders a Prometheus Operator kind: {kinds:?}"
+    );
     assert_eq!(
         kinds.iter().filter(|(k, _)| k == "CustomResourceDefinition").count(),
         crds::all().len()

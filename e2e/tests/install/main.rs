@@ -17,9 +17,8 @@ async fn kubectl(cluster: &TestCluster, args: &[&str], stdin: Option<&str>) -> (
 
 #[tokio::test]
 async fn kubectl_apply_k_of_the_default_install_succeeds_without_warnings_dry_run_first() {
+    // A bare cluster: no Prometheus Operator, so none of its kinds may be in the default install.
     let cluster = TestCluster::start().await;
-    // The Prometheus operator (the ServiceMonitor's CRD) is a prerequisite of the default install.
-    cluster.install_crds(&[third_party_crds::service_monitor()]).await;
     let dir = repository_root().join("manifests/default");
     let dir = dir.to_string_lossy();
     // A server dry run persists nothing, so the objects inside the install's namespace can only be checked once
@@ -62,6 +61,35 @@ async fn kubectl_apply_k_of_the_default_install_succeeds_without_warnings_dry_ru
         Ok((rules > 10).then_some(()))
     })
     .await;
+}
+
+/// Where the Prometheus Operator runs, the monitoring overlay adds its ServiceMonitor, the alerts and the dashboard
+/// to the default install.
+#[tokio::test]
+async fn the_monitoring_overlay_applies_where_the_prometheus_operator_runs() {
+    let cluster = TestCluster::start().await;
+    cluster.install_crds(&third_party_crds::prometheus_operator()).await;
+    let dir = repository_root().join("manifests/overlays/monitoring");
+    let dir = dir.to_string_lossy();
+    let (ok, out, err) = kubectl(&cluster, &["apply", "-k", &dir], None).await;
+    assert!(ok, "apply failed:\n{out}\n{err}");
+    assert!(!err.contains("Warning"), "the install warned:\n{err}");
+    for object in [
+        "servicemonitor.monitoring.coreos.com/platform-operator-metrics created",
+        "prometheusrule.monitoring.coreos.com/",
+        "configmap/platform-operator-dashboard",
+        "deployment.apps/platform-operator-controller-manager created",
+    ] {
+        assert!(out.contains(object), "{object} missing:\n{out}");
+    }
+    let kinds: Vec<String> = rendered("default")
+        .iter()
+        .map(|d| d["apiVersion"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert!(
+        !kinds.iter().any(|v| v.starts_with("monitoring.coreos.com/")),
+        "the default install holds a Prometheus Operator kind: {kinds:?}"
+    );
 }
 
 #[tokio::test]
