@@ -119,8 +119,10 @@ pub struct ManagedRancherProjectSpec {
     /// Project quota. Waldur keys are translated: `cpu` (millicores, an integer) to `limits.cpu`, `memory` (a
     /// quantity) to `limits.memory`, `storage` to `requests.storage`, `gpu` (an integer) to
     /// `requests.nvidia.com/gpu`. Any other key is taken as a Kubernetes ResourceQuota key such as `limits.cpu`
-    /// or `pods` and passed through. Removing a key removes the limit.
+    /// or `pods` and passed through. Removing a key removes the limit. Every value is a non-negative integer or
+    /// quantity.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::schema::quota_map")]
     #[x_kube(validation = Rule::new(
         "!('cpu' in self && 'limits.cpu' in self) && !('memory' in self && 'limits.memory' in self) \
          && !('storage' in self && 'requests.storage' in self) && !('gpu' in self && 'requests.nvidia.com/gpu' in self)"

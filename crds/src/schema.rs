@@ -114,6 +114,27 @@ pub fn string_map(_generator: &mut SchemaGenerator) -> Schema {
     })
 }
 
+/// The largest number of keys a quota map takes (Rancher knows about twenty quota keys; the plugin sends four).
+pub const MAX_QUOTA_KEYS: i64 = 64;
+
+/// A quota map (`resourceQuotas`): key to an integer or a Kubernetes quantity, each value non-negative. A value
+/// that is not a quantity is refused at admission: accepted, it would leave the key's limit unset.
+pub fn quota_map(_generator: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "object",
+        "nullable": true,
+        "maxProperties": MAX_QUOTA_KEYS,
+        "additionalProperties": {
+            "x-kubernetes-int-or-string": true,
+            "maxLength": 64,
+            "x-kubernetes-validations": [{
+                "rule": "isQuantity(string(self)) && !quantity(string(self)).isLessThan(quantity('0'))",
+                "message": "must be a non-negative integer or quantity, such as 4000, 2000m, 8Gi or 10",
+            }],
+        },
+    })
+}
+
 /// A list of strings declared as a set (`x-kubernetes-list-type: set`): unique items merged by value.
 pub fn string_set(_generator: &mut SchemaGenerator) -> Schema {
     json_schema!({

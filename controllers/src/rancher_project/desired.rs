@@ -211,6 +211,9 @@ pub struct Translation {
     pub unsupported: Vec<String>,
     /// Values that are not quantities or are negative, described for the condition (never sent to Rancher).
     pub invalid: Vec<String>,
+    /// The Rancher quota keys of those invalid values: each keeps the value last applied (a typo never lifts a
+    /// limit; see [`super::quotas::effective`]).
+    pub held: Vec<String>,
 }
 
 fn text(value: &IntOrString) -> String {
@@ -236,6 +239,7 @@ pub fn translate(spec: Option<&BTreeMap<String, IntOrString>>, namespace_percent
     let mut limits = BTreeMap::new();
     let mut unsupported = Vec::new();
     let mut invalid = Vec::new();
+    let mut held = Vec::new();
     for (key, value) in spec.into_iter().flatten() {
         let (resource, quantity) = match key.as_str() {
             "cpu" => ("limits.cpu", with_default_unit(value, "m")),
@@ -248,11 +252,17 @@ pub fn translate(spec: Option<&BTreeMap<String, IntOrString>>, namespace_percent
             .map(str::to_string)
             .or_else(|| is_extended_quota_key(resource).then(|| resource.to_string()));
         match quota_key {
-            Some(_) if quantity.starts_with('-') => invalid.push(format!("{key}={} is negative", text(value))),
+            Some(quota_key) if quantity.starts_with('-') => {
+                invalid.push(format!("{key}={} is negative", text(value)));
+                held.push(quota_key);
+            }
             Some(quota_key) if !quantity.is_empty() && super::quotas::is_quantity(&quantity) => {
                 limits.insert(quota_key, quantity);
             }
-            Some(_) => invalid.push(format!("{key}={:?} is not a quantity", text(value))),
+            Some(quota_key) => {
+                invalid.push(format!("{key}={:?} is not a quantity", text(value)));
+                held.push(quota_key);
+            }
             None => unsupported.push(key.clone()),
         }
     }
@@ -267,6 +277,7 @@ pub fn translate(spec: Option<&BTreeMap<String, IntOrString>>, namespace_percent
         }),
         unsupported,
         invalid,
+        held,
     }
 }
 
@@ -439,6 +450,7 @@ mod tests {
             t.invalid,
             vec![r#"requests.memory="lots" is not a quantity"#.to_string()]
         );
+        assert_eq!(t.held, vec!["requestsMemory".to_string()]);
     }
 
     #[test]

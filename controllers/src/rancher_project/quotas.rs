@@ -9,6 +9,10 @@
 //! resource (`requests.<domain>/<name>`) sent in the quota's `extended` map, which Rancher stores from v2.14 on
 //! (older versions drop it: the condition then names the keys Rancher did not keep).
 //!
+//! A value that is not a quantity (or is negative) never lifts a limit: the CRD refuses it at admission, and one
+//! stored before that rule (or written around it) keeps the value last applied for its key, with the condition
+//! naming it.
+//!
 //! Each namespace's default is a share of the project quota (`--rancher-namespace-default-quota-percent`), so a
 //! project with several namespaces does not exhaust its quota with the first one.
 
@@ -75,22 +79,58 @@ pub fn current(project: &Project) -> Option<ProjectQuotas> {
         .filter(|q| !q.project.is_empty() || !q.namespace_default.is_empty())
 }
 
-/// Makes the project's quotas what the spec says; returns the project as Rancher now shows it and whether it
-/// wrote.
+/// The quotas to write: the spec's valid keys, and for every key whose value is invalid the value `current`
+/// holds for it (project quota and namespace default alike), so a typo keeps the last applied limit.
+pub fn effective(desired: &Translation, current: Option<&ProjectQuotas>) -> Option<ProjectQuotas> {
+    let mut quotas = desired.quotas.clone().unwrap_or_default();
+    for key in &desired.held {
+        let Some(current) = current else { break };
+        if let Some(value) = current.project.get(key) {
+            quotas.project.insert(key.clone(), value.clone());
+        }
+        if let Some(value) = current.namespace_default.get(key) {
+            quotas.namespace_default.insert(key.clone(), value.clone());
+        }
+    }
+    (!quotas.project.is_empty() || !quotas.namespace_default.is_empty()).then_some(quotas)
+}
+
+/// Makes the project's quotas what the spec says (see [`effective`]); returns the project as Rancher now shows it
+/// and whether it wrote.
 pub async fn apply(
     rancher: &RancherClient,
     project: Project,
     desired: &Translation,
 ) -> Result<(Project, bool), MrpError> {
-    if current(&project) == desired.quotas {
+    let current = current(&project);
+    let wanted = effective(desired, current.as_ref());
+    if current == wanted {
         return Ok((project, false));
     }
     let update = ProjectUpdate {
-        quotas: Some(desired.quotas.clone()),
+        quotas: Some(wanted),
         ..ProjectUpdate::default()
     };
     let updated = rancher.update_project(&project, &update).await?;
     Ok((updated, true))
+}
+
+/// `; the last applied …=… is kept` for the held keys Rancher still has, for the condition.
+fn kept(translation: &Translation, current: Option<&ProjectQuotas>) -> String {
+    let kept: Vec<String> = translation
+        .held
+        .iter()
+        .filter_map(|key| {
+            current
+                .and_then(|c| c.project.get(key))
+                .map(|value| format!("{key}={value}"))
+        })
+        .collect();
+    if kept.is_empty() {
+        String::new()
+    } else {
+        format!("; the last applied {} is kept", kept.join(", "))
+    }
 }
 
 impl Pass<'_> {
@@ -126,9 +166,10 @@ impl Pass<'_> {
                     self.report.ok(RESOURCE_QUOTA_READY, reason, message);
                 } else {
                     let invalid = translation.invalid.join("; ");
+                    let kept = kept(translation, current(&updated).as_ref());
                     self.report.fail(
                         RESOURCE_QUOTA_READY,
-                        MrpError::InvalidQuota(format!("{invalid} (not applied); {message}")),
+                        MrpError::InvalidQuota(format!("{invalid} (not applied{kept}); {message}")),
                     );
                 }
                 updated
@@ -145,6 +186,58 @@ impl Pass<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn quotas(pairs: &[(&str, &str)]) -> std::collections::BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn an_invalid_value_keeps_the_last_applied_limit_of_its_key() {
+        use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+        let spec = [
+            ("cpu".to_string(), IntOrString::String("lots".into())),
+            ("memory".to_string(), IntOrString::Int(1024)),
+        ]
+        .into_iter()
+        .collect();
+        let translation = super::super::desired::translate(Some(&spec), 50);
+        let applied = ProjectQuotas {
+            project: quotas(&[("limitsCpu", "4000m"), ("limitsMemory", "512Mi")]),
+            namespace_default: quotas(&[("limitsCpu", "2000m"), ("limitsMemory", "256Mi")]),
+        };
+        assert_eq!(
+            effective(&translation, Some(&applied)),
+            Some(ProjectQuotas {
+                project: quotas(&[("limitsCpu", "4000m"), ("limitsMemory", "1024Mi")]),
+                namespace_default: quotas(&[("limitsCpu", "2000m"), ("limitsMemory", "512Mi")]),
+            }),
+            "the CPU limit stays, the valid memory change is applied"
+        );
+        assert_eq!(
+            kept(&translation, Some(&applied)),
+            "; the last applied limitsCpu=4000m is kept"
+        );
+        assert_eq!(
+            effective(&translation, None),
+            Some(ProjectQuotas {
+                project: quotas(&[("limitsMemory", "1024Mi")]),
+                namespace_default: quotas(&[("limitsMemory", "512Mi")]),
+            }),
+            "with nothing applied before, only the valid keys"
+        );
+        let only_invalid = [("cpu".to_string(), IntOrString::String("-1".into()))]
+            .into_iter()
+            .collect();
+        let translation = super::super::desired::translate(Some(&only_invalid), 50);
+        assert_eq!(
+            effective(&translation, Some(&applied)),
+            Some(ProjectQuotas {
+                project: quotas(&[("limitsCpu", "4000m")]),
+                namespace_default: quotas(&[("limitsCpu", "2000m")]),
+            }),
+            "a negative value keeps the limit too; removed keys go"
+        );
+    }
 
     #[test]
     fn a_namespace_default_is_a_share_with_whole_units_rounded_up() {

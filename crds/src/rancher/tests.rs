@@ -490,6 +490,19 @@ fn the_schema_rejects_missing_ids_and_bad_group_names() {
             with_spec(|s| s["keycloak"]["roleBindings"][0]["members"][0]["userIdentifier"] = json!("")),
         ),
         ("boolean quota", with_spec(|s| s["resourceQuotas"]["cpu"] = json!(true))),
+        (
+            "word for a quota",
+            with_spec(|s| s["resourceQuotas"]["cpu"] = json!("lots")),
+        ),
+        (
+            "negative quota",
+            with_spec(|s| s["resourceQuotas"]["limits.memory"] = json!("-1Gi")),
+        ),
+        (
+            "negative integer quota",
+            with_spec(|s| s["resourceQuotas"]["pods"] = json!(-1)),
+        ),
+        ("empty quota", with_spec(|s| s["resourceQuotas"]["pods"] = json!(""))),
     ];
     for (name, object) in cases {
         assert!(
@@ -497,6 +510,14 @@ fn the_schema_rejects_missing_ids_and_bad_group_names() {
             "{name} must be rejected"
         );
     }
+    let quantities = with_spec(|s| {
+        s["resourceQuotas"] =
+            json!({"cpu": 4000, "memory": "8Gi", "storage": 10240, "pods": "20", "requests.nvidia.com/gpu": 0})
+    });
+    assert_eq!(
+        problems::<ManagedRancherProject>(&quantities, None),
+        Vec::<String>::new()
+    );
     let exactly_255 = with_spec(|s| s["keycloak"]["roleBindings"][0]["groupName"] = json!("g".repeat(255)));
     assert_eq!(
         problems::<ManagedRancherProject>(&exactly_255, None),
@@ -618,7 +639,7 @@ fn every_cel_rule_fits_the_api_server_cost_budget() {
     let mut warnings = Vec::new();
     let mut rules = 0;
     walk(&schema, "", &mut warnings, &mut rules);
-    assert_eq!(rules, 4, "the four rules of the MRP schema were found");
+    assert_eq!(rules, 5, "the five rules of the MRP schema were found");
     assert_eq!(warnings, Vec::<String>::new());
 
     let spec = &schema["properties"]["spec"]["properties"];

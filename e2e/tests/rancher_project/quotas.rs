@@ -1,6 +1,9 @@
 //! Quotas set, changed and removed in the spec reach the Rancher project's quota and its namespace default
-//! quota; a removed key is removed downstream, and an emptied map removes the quota.
+//! quota; a removed key is removed downstream, and an emptied map removes the quota; a value that is not a
+//! quantity keeps the key's last applied limit.
 
+use e2e::harness::{Deadline, wait_until};
+use kube::api::PostParams;
 use serde_json::{Value, json};
 
 use crate::support::{Setup, World, condition, wait_state, writer_labels, writer_spec};
@@ -151,4 +154,87 @@ async fn a_rancher_without_extended_quotas_is_named_in_the_condition() {
     let id = object["status"]["rancherProjectId"].as_str().expect("project id");
     let project = world.project(id).expect("project");
     assert_eq!(limits(&project).0, json!({"limitsCpu": "2000m"}));
+}
+
+/// A quota value that is not a quantity never lifts a limit. The CRD refuses one at admission
+/// (`validation.rs`); one stored before that rule existed keeps the key's last applied value in Rancher, the
+/// condition names the value and the one kept, and a valid change beside it still applies.
+#[tokio::test]
+async fn a_quota_typo_stored_before_the_rule_keeps_the_last_applied_limit() {
+    let world = World::start(Setup::default()).await;
+    let rp = "6868ffff4b2c4e7f9a0b1c2d3e4f5a6b";
+    let name = "typo-6868ffff";
+    let spec = |quotas: Value| {
+        let mut spec = writer_spec("Typo", rp, vec![]);
+        spec["resourceQuotas"] = quotas;
+        spec
+    };
+    world
+        .write(name, spec(json!({"cpu": 4000, "memory": "8192Mi"})), writer_labels(rp))
+        .await;
+    let object = world.wait_ready(name).await;
+    let id = object["status"]["rancherProjectId"]
+        .as_str()
+        .expect("project id")
+        .to_string();
+
+    // The CRD as it was before it checked quota values.
+    let mut crd = crds::all()
+        .into_iter()
+        .find(|crd| crd.spec.names.kind == "ManagedRancherProject")
+        .expect("the ManagedRancherProject CRD");
+    for version in &mut crd.spec.versions {
+        let quotas = version
+            .schema
+            .as_mut()
+            .and_then(|s| s.open_api_v3_schema.as_mut())
+            .and_then(|root| root.properties.as_mut()?.get_mut("spec"))
+            .and_then(|spec| spec.properties.as_mut()?.get_mut("resourceQuotas"))
+            .expect("spec.resourceQuotas in the schema");
+        use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaPropsOrBool;
+        if let Some(JSONSchemaPropsOrBool::Schema(value)) = quotas.additional_properties.as_mut() {
+            value.x_kubernetes_validations = None;
+        }
+    }
+    world.cluster.install_crds(&[crd]).await;
+    let typo = spec(json!({"cpu": "lots", "memory": "4096Mi"}));
+    wait_until("the API stores the typo", Deadline::secs(30), || {
+        let api = world.mrps();
+        let typo = typo.clone();
+        async move {
+            let mut object = api.get(name).await.map_err(|e| e.to_string())?;
+            object.data["spec"] = typo;
+            match api.replace(name, &PostParams::default(), &object).await {
+                Ok(_) => Ok(Some(())),
+                Err(error) => Err(error.to_string()),
+            }
+        }
+    })
+    .await;
+
+    let object = world
+        .wait_for(name, "the quota refused", |o| {
+            condition(o, "ResourceQuotaReady").is_some_and(|c| c["reason"] == "InvalidQuota")
+        })
+        .await;
+    let quota = condition(&object, "ResourceQuotaReady").expect("condition");
+    let message = quota["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(r#"cpu="lots" is not a quantity"#) && message.contains("limitsCpu=4000m is kept"),
+        "{message}"
+    );
+    wait_state("the valid memory change applied, the CPU limit kept", || {
+        let project = world.project(&id).ok_or("no project")?;
+        let found = limits(&project);
+        let expected = (
+            json!({"limitsCpu": "4000m", "limitsMemory": "4096Mi"}),
+            json!({"limitsCpu": "2000m", "limitsMemory": "2048Mi"}),
+        );
+        if found == expected {
+            Ok(())
+        } else {
+            Err(format!("{found:?}"))
+        }
+    })
+    .await;
 }

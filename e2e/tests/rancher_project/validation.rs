@@ -72,6 +72,15 @@ async fn invalid_specs_are_refused_by_kubectl_apply_with_clear_messages() {
             &["not both"],
         ),
         (
+            "a quota that is not a quantity",
+            {
+                let mut spec = valid_spec();
+                spec["resourceQuotas"] = json!({"cpu": "lots"});
+                spec
+            },
+            &["spec.resourceQuotas[cpu]", "must be a non-negative integer or quantity"],
+        ),
+        (
             "a member without an identifier",
             {
                 let mut spec = valid_spec();
