@@ -41,6 +41,13 @@ pub trait ReconcileError: std::error::Error + Send + Sync + 'static {
 
     /// A PascalCase reason for conditions and Warning events (e.g. `KeystoneUnavailable`).
     fn reason(&self) -> &'static str;
+
+    /// The longest the object may wait for its next attempt, when the error-backoff (which grows with how long
+    /// the object has been failing) would be too slow: a held login fails without a request, and should notice
+    /// fixed credentials soon. `None`: the backoff decides.
+    fn retry_within(&self) -> Option<std::time::Duration> {
+        None
+    }
 }
 
 /// A Kubernetes API error as one readable line for conditions, events and logs: the API server's own message

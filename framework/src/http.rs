@@ -438,12 +438,36 @@ struct Cached<T> {
     expires_at: Instant,
 }
 
+/// How long a login the server refused is not repeated with the same credentials. Keycloak's brute-force
+/// detection and Keystone's lockout count failed logins, so retrying a refused one on every reconcile (and for
+/// every object using it) locks the account; new credentials are tried at once.
+pub const REFUSED_LOGIN_HOLD: Duration = Duration::from_secs(300);
+
+/// An error of a login that may be the server refusing the credentials (rather than failing to answer).
+pub trait LoginRefusal: Sized {
+    /// Why the server refused the credentials, or `None` for any other failure (retried as usual).
+    fn refusal(&self) -> Option<String>;
+    /// The error returned, without asking the server, while a refusal is held: `refusal` is what the server
+    /// said, `retry_in` how long until the same credentials are tried again.
+    fn held(refusal: String, retry_in: Duration) -> Self;
+}
+
+/// A refused login remembered per credentials fingerprint: what the server said and until when it is held.
+struct Refused {
+    reason: String,
+    until: Instant,
+}
+
 /// Caches one credential (a bearer token, a login session) for an external system, keyed by a fingerprint of
 /// what minted it so a rotated password or a changed URL forces a new login. Concurrent callers wait for one
-/// login instead of each logging in.
+/// login instead of each logging in. With [`TokenCache::get_or_login`] a refused login is not repeated with the
+/// same credentials for [`REFUSED_LOGIN_HOLD`].
 pub struct TokenCache<T = SecretString> {
     slot: Mutex<Option<Cached<T>>>,
     refresh_before_expiry: Duration,
+    /// Refused logins by fingerprint (a handful at most: one per credentials in use).
+    refused: std::sync::Mutex<std::collections::HashMap<String, Refused>>,
+    refusal_hold: Duration,
 }
 
 impl<T: Clone> Default for TokenCache<T> {
@@ -458,7 +482,15 @@ impl<T: Clone> TokenCache<T> {
         Self {
             slot: Mutex::new(None),
             refresh_before_expiry,
+            refused: std::sync::Mutex::new(std::collections::HashMap::new()),
+            refusal_hold: REFUSED_LOGIN_HOLD,
         }
+    }
+
+    /// The same cache holding refused logins for `hold` instead of [`REFUSED_LOGIN_HOLD`].
+    pub fn with_refusal_hold(mut self, hold: Duration) -> Self {
+        self.refusal_hold = hold;
+        self
     }
 
     /// Returns the cached credential for `fingerprint` or logs in with `fetch`, which yields the credential and
@@ -483,6 +515,70 @@ impl<T: Clone> TokenCache<T> {
             expires_at: Instant::now() + lifetime,
         });
         Ok(value)
+    }
+
+    /// [`Self::get_or_fetch`] for a login the server may refuse: after a refusal, the same credentials get the
+    /// held error ([`LoginRefusal::held`]) without a request until the hold has passed; other credentials (a
+    /// fixed Secret) log in at once. Callers waiting on the same login see its refusal, not a login each.
+    pub async fn get_or_login<F, Fut, E>(&self, fingerprint: &str, fetch: F) -> Result<T, E>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<(T, Duration), E>>,
+        E: LoginRefusal,
+    {
+        // The slot's lock is held across the check and the login, so callers queued behind a refused login find
+        // the refusal recorded when they get their turn.
+        let mut slot = self.slot.lock().await;
+        if let Some((reason, retry_in)) = self.held(fingerprint) {
+            return Err(E::held(reason, retry_in));
+        }
+        if let Some(cached) = slot.as_ref()
+            && cached.fingerprint == fingerprint
+            && Instant::now() + self.refresh_before_expiry < cached.expires_at
+        {
+            return Ok(cached.value.clone());
+        }
+        *slot = None;
+        match fetch().await {
+            Ok((value, lifetime)) => {
+                self.refusals().remove(fingerprint);
+                *slot = Some(Cached {
+                    value: value.clone(),
+                    fingerprint: fingerprint.to_string(),
+                    expires_at: Instant::now() + lifetime,
+                });
+                Ok(value)
+            }
+            Err(error) => {
+                if let Some(reason) = error.refusal() {
+                    let now = Instant::now();
+                    let mut refused = self.refusals();
+                    refused.retain(|_, r| r.until > now);
+                    refused.insert(
+                        fingerprint.to_string(),
+                        Refused {
+                            reason,
+                            until: now + self.refusal_hold,
+                        },
+                    );
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// The refusal held for `fingerprint` and how long it still holds.
+    fn held(&self, fingerprint: &str) -> Option<(String, Duration)> {
+        let now = Instant::now();
+        self.refusals()
+            .get(fingerprint)
+            .filter(|r| r.until > now)
+            .map(|r| (r.reason.clone(), r.until - now))
+    }
+
+    fn refusals(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, Refused>> {
+        // A panic while holding this lock leaves a map that is still valid.
+        self.refused.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Drops the cached credential (after the server rejected it with 401).
@@ -512,6 +608,66 @@ pub fn jittered(base: Duration, fraction: f64) -> Duration {
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A login error for the refusal tests: refused, failed, or held.
+    #[derive(Debug, PartialEq)]
+    enum TestLogin {
+        Refused,
+        Down,
+        Held(String),
+    }
+
+    impl LoginRefusal for TestLogin {
+        fn refusal(&self) -> Option<String> {
+            (*self == TestLogin::Refused).then(|| "bad password".to_string())
+        }
+        fn held(refusal: String, _retry_in: Duration) -> Self {
+            TestLogin::Held(refusal)
+        }
+    }
+
+    #[tokio::test]
+    async fn a_refused_login_is_held_for_its_credentials_only_and_retried_after_the_hold() {
+        let cache: TokenCache = TokenCache::new(Duration::from_secs(1));
+        let logins = AtomicUsize::new(0);
+        let refuse = || async {
+            logins.fetch_add(1, Ordering::SeqCst);
+            Err::<(SecretString, Duration), _>(TestLogin::Refused)
+        };
+        assert_eq!(cache.get_or_login("old", refuse).await.err(), Some(TestLogin::Refused));
+        for _ in 0..5 {
+            assert_eq!(
+                cache.get_or_login("old", refuse).await.err(),
+                Some(TestLogin::Held("bad password".into())),
+                "held without asking the server"
+            );
+        }
+        assert_eq!(logins.load(Ordering::SeqCst), 1);
+
+        let accept = || async {
+            logins.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, TestLogin>((SecretString::from("t"), Duration::from_secs(60)))
+        };
+        cache
+            .get_or_login("new", accept)
+            .await
+            .expect("new credentials log in at once");
+        assert_eq!(logins.load(Ordering::SeqCst), 2);
+
+        let down = || async {
+            logins.fetch_add(1, Ordering::SeqCst);
+            Err::<(SecretString, Duration), _>(TestLogin::Down)
+        };
+        assert_eq!(cache.get_or_login("other", down).await.err(), Some(TestLogin::Down));
+        assert_eq!(cache.get_or_login("other", down).await.err(), Some(TestLogin::Down));
+        assert_eq!(logins.load(Ordering::SeqCst), 4, "an outage is not held");
+
+        // Once the hold has passed (here: no hold at all), the same credentials are tried again.
+        let unheld: TokenCache = TokenCache::new(Duration::from_secs(1)).with_refusal_hold(Duration::ZERO);
+        assert_eq!(unheld.get_or_login("old", refuse).await.err(), Some(TestLogin::Refused));
+        assert_eq!(unheld.get_or_login("old", refuse).await.err(), Some(TestLogin::Refused));
+        assert_eq!(logins.load(Ordering::SeqCst), 6);
+    }
 
     #[tokio::test]
     async fn token_cache_reuses_until_expiry_and_refreshes_on_new_credentials() {

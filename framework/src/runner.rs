@@ -722,7 +722,7 @@ where
 /// An object's consecutive failures, and when the first of them happened.
 type FailureStreak = (u32, Instant);
 
-fn error_policy<R: Reconciler>(obj: Arc<R::Resource>, _error: &RunError<R::Error>, state: Arc<State<R>>) -> Action {
+fn error_policy<R: Reconciler>(obj: Arc<R::Resource>, error: &RunError<R::Error>, state: Arc<State<R>>) -> Action {
     let key = ObjectRef::from_obj(obj.as_ref());
     let (failures, failing_for) = match state.failures.lock() {
         Ok(mut map) => {
@@ -732,7 +732,12 @@ fn error_policy<R: Reconciler>(obj: Arc<R::Resource>, _error: &RunError<R::Error
         }
         Err(_) => (1, Duration::ZERO),
     };
-    let delay = state.backoff.delay_within(failures, failing_for, &mut rand::rng());
+    let mut delay = state.backoff.delay_within(failures, failing_for, &mut rand::rng());
+    if let RunError::Reconcile(error) = error
+        && let Some(cap) = error.retry_within()
+    {
+        delay = delay.min(cap);
+    }
     state.queue.requeued(key, delay);
     Action::requeue(delay)
 }

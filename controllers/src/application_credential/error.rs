@@ -149,7 +149,9 @@ impl ReconcileError for AcError {
             AcError::PasswordSecretNotFound { .. } => "PasswordSecretNotFound",
             AcError::PasswordKeyMissing { .. } => "PasswordKeyMissing",
             AcError::Keystone { source } => match source {
-                KeystoneError::AuthenticationFailed { .. } => "KeystoneAuthenticationFailed",
+                KeystoneError::AuthenticationFailed { .. } | KeystoneError::AuthenticationHeld { .. } => {
+                    "KeystoneAuthenticationFailed"
+                }
                 KeystoneError::Http(error) if error.is_trust() => crate::keycloak::TLS_VERIFICATION_FAILED,
                 error if error.is_unavailable() => "KeystoneUnavailable",
                 _ => "KeystoneRequestFailed",
@@ -157,6 +159,13 @@ impl ReconcileError for AcError {
             AcError::CredentialNameTaken { .. } => "CredentialNameTaken",
             AcError::SecretNameCollision { .. } => "SecretNameCollision",
             AcError::Kube(_) => "KubernetesAPIError",
+        }
+    }
+
+    fn retry_within(&self) -> Option<std::time::Duration> {
+        match self {
+            AcError::Keystone { source } => source.retry_within(),
+            _ => None,
         }
     }
 }

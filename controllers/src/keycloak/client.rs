@@ -138,7 +138,7 @@ impl KeycloakClient {
         let fingerprint = credentials.fingerprint(inner.base.as_str(), &inner.token_realm);
         inner
             .tokens
-            .get_or_fetch(&fingerprint, || {
+            .get_or_login(&fingerprint, || {
                 login(&inner.api, &inner.base, &inner.token_realm, credentials)
             })
             .await

@@ -43,6 +43,18 @@ pub enum KeycloakError {
         /// Keycloak's OAuth error, e.g. `invalid_grant: Invalid user credentials`.
         reason: String,
     },
+    /// A login with these credentials was refused moments ago, so it is not tried again yet (Keycloak's
+    /// brute-force detection would lock the account); new credentials in the Secret are tried at once.
+    #[error(
+        "{refusal}; the same credentials are not tried again for {retry_in_seconds}s (repeated failed logins \
+         lock the account): fix the credentials Secret and the next attempt logs in at once"
+    )]
+    LoginHeld {
+        /// What the refused login said ([`KeycloakError::LoginRejected`]'s message).
+        refusal: String,
+        /// Seconds until the same credentials are tried again.
+        retry_in_seconds: u64,
+    },
     /// The credentials could not be obtained (the Secret holding them is missing or incomplete).
     #[error("keycloak credentials unavailable: {reason}")]
     CredentialsUnavailable {
@@ -88,9 +100,9 @@ impl KeycloakError {
     pub fn kind(&self) -> ErrorKind {
         match self {
             KeycloakError::Http(error) => http_kind(error),
-            KeycloakError::LoginRejected { .. } | KeycloakError::CredentialsUnavailable { .. } => {
-                ErrorKind::Unauthorized
-            }
+            KeycloakError::LoginRejected { .. }
+            | KeycloakError::LoginHeld { .. }
+            | KeycloakError::CredentialsUnavailable { .. } => ErrorKind::Unauthorized,
             KeycloakError::FeatureDisabled { .. } => ErrorKind::FeatureDisabled,
             KeycloakError::InvalidInput { .. } | KeycloakError::UnexpectedResponse { .. } => ErrorKind::Invalid,
             KeycloakError::Missing { .. } => ErrorKind::NotFound,
@@ -167,6 +179,32 @@ impl ReconcileError for KeycloakError {
             (_, ErrorKind::Unavailable) => "KeycloakUnavailable",
             (_, ErrorKind::Invalid) => "KeycloakInvalidRequest",
             (_, ErrorKind::Untrusted) => TLS_VERIFICATION_FAILED,
+        }
+    }
+
+    fn retry_within(&self) -> Option<std::time::Duration> {
+        // Failing without a request, a refused login notices a fixed Secret within this long.
+        matches!(
+            self,
+            KeycloakError::LoginRejected { .. } | KeycloakError::LoginHeld { .. }
+        )
+        .then_some(REFUSED_LOGIN_RECHECK)
+    }
+}
+
+/// How often an object whose Keycloak login was refused checks again (the login itself is held for
+/// [`framework::http::REFUSED_LOGIN_HOLD`] per credentials; a changed Secret is tried at the next check).
+pub const REFUSED_LOGIN_RECHECK: std::time::Duration = std::time::Duration::from_secs(30);
+
+impl framework::http::LoginRefusal for KeycloakError {
+    fn refusal(&self) -> Option<String> {
+        matches!(self, KeycloakError::LoginRejected { .. }).then(|| self.to_string())
+    }
+
+    fn held(refusal: String, retry_in: std::time::Duration) -> Self {
+        KeycloakError::LoginHeld {
+            refusal,
+            retry_in_seconds: retry_in.as_secs().max(1),
         }
     }
 }

@@ -48,6 +48,18 @@ pub enum KeystoneError {
         /// The project the token was scoped to.
         project: String,
     },
+    /// The same password was refused moments ago, so it is not tried again yet (Keystone's lockout counts failed
+    /// logins); a changed password Secret is tried at once.
+    #[error(
+        "{refusal}; the same password is not tried again for {retry_in_seconds}s (repeated failed logins lock \
+         the user): fix the password Secret and the next attempt logs in at once"
+    )]
+    AuthenticationHeld {
+        /// What the refused login said ([`KeystoneError::AuthenticationFailed`]'s message).
+        refusal: String,
+        /// Seconds until the same password is tried again.
+        retry_in_seconds: u64,
+    },
     /// An application credential with this name already exists for the user (HTTP 409).
     #[error("an application credential named {name:?} already exists")]
     Conflict {
@@ -82,11 +94,21 @@ impl KeystoneError {
             }
             KeystoneError::Http(HttpError::Decode { .. }) => ErrorCategory::Transient,
             KeystoneError::Http(_) => ErrorCategory::Invalid,
-            KeystoneError::AuthenticationFailed { .. } | KeystoneError::InvalidEndpoint { .. } => {
-                ErrorCategory::Invalid
-            }
+            KeystoneError::AuthenticationFailed { .. }
+            | KeystoneError::AuthenticationHeld { .. }
+            | KeystoneError::InvalidEndpoint { .. } => ErrorCategory::Invalid,
             KeystoneError::Conflict { .. } => ErrorCategory::Transient,
             KeystoneError::UnexpectedResponse { .. } => ErrorCategory::Transient,
+        }
+    }
+
+    /// When a refused login should be looked at again: once its hold has passed (a changed password Secret
+    /// triggers a reconcile by itself).
+    pub fn retry_within(&self) -> Option<Duration> {
+        match self {
+            KeystoneError::AuthenticationHeld { retry_in_seconds, .. } => Some(Duration::from_secs(*retry_in_seconds)),
+            KeystoneError::AuthenticationFailed { .. } => Some(framework::http::REFUSED_LOGIN_HOLD),
+            _ => None,
         }
     }
 
@@ -97,6 +119,19 @@ impl KeystoneError {
 
     fn is_unauthorized(&self) -> bool {
         matches!(self, KeystoneError::Http(error) if error.status() == Some(StatusCode::UNAUTHORIZED))
+    }
+}
+
+impl framework::http::LoginRefusal for KeystoneError {
+    fn refusal(&self) -> Option<String> {
+        matches!(self, KeystoneError::AuthenticationFailed { .. }).then(|| self.to_string())
+    }
+
+    fn held(refusal: String, retry_in: Duration) -> Self {
+        KeystoneError::AuthenticationHeld {
+            refusal,
+            retry_in_seconds: retry_in.as_secs().max(1),
+        }
     }
 }
 
@@ -308,7 +343,7 @@ impl KeystoneClient {
     /// The cached session of `user`, or a new login.
     async fn session(&self, user: &ServiceUser) -> Result<Session, KeystoneError> {
         self.slot(user)
-            .get_or_fetch(&user.fingerprint(), || self.login(user))
+            .get_or_login(&user.fingerprint(), || self.login(user))
             .await
     }
 

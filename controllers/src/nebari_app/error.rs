@@ -81,4 +81,11 @@ impl ReconcileError for NebariAppError {
             NebariAppError::Refused { reason, .. } => reason,
         }
     }
+
+    fn retry_within(&self) -> Option<std::time::Duration> {
+        match self {
+            NebariAppError::Keycloak(error) => error.retry_within(),
+            _ => None,
+        }
+    }
 }

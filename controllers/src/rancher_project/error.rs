@@ -96,6 +96,13 @@ impl ReconcileError for MrpError {
             MrpError::Kube(_) => "KubernetesAPIError",
         }
     }
+
+    fn retry_within(&self) -> Option<std::time::Duration> {
+        match self {
+            MrpError::Keycloak(error) => error.retry_within(),
+            _ => None,
+        }
+    }
 }
 
 #[cfg(test)]

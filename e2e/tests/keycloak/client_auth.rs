@@ -127,6 +127,48 @@ async fn refused_credentials_are_unauthorized_without_leaking_the_password() {
     assert!(message.contains("Invalid user credentials"), "{message}");
     assert!(!message.contains("wrong-password-123"), "{message}");
     assert_eq!(error.reason(), "KeycloakUnauthorized");
+
+    // Further calls with the same credentials are held: no login reaches Keycloak (its brute-force detection
+    // counts them), and the error says when the next attempt is.
+    for _ in 0..5 {
+        let held = keycloak
+            .realm(kc.realm())
+            .find_top_level_group("x")
+            .await
+            .expect_err("held");
+        assert!(matches!(held, KeycloakError::LoginHeld { .. }), "{held:?}");
+        assert_eq!(held.reason(), "KeycloakUnauthorized");
+        let message = held.to_string();
+        assert!(
+            message.contains("Invalid user credentials") && message.contains("not tried again"),
+            "{message}"
+        );
+    }
+    assert_eq!(
+        kc.proxy().count("POST", TOKEN_ROUTE),
+        1,
+        "one refused login, the rest held"
+    );
+}
+
+#[tokio::test]
+async fn new_credentials_log_in_at_once_after_a_refusal() {
+    let kc = start("auth-fixed").await;
+    let (username, password) = kc.admin_credentials();
+    let provider = Arc::new(Rotating(Mutex::new(Credentials::admin_password(
+        username,
+        SecretString::from("wrong-password-456"),
+    ))));
+    let keycloak = KeycloakClient::new(client_config(&kc, 100), provider.clone(), None).expect("client");
+    let realm = keycloak.realm(kc.realm());
+    let refused = realm.find_top_level_group("x").await.expect_err("refused");
+    assert!(matches!(refused, KeycloakError::LoginRejected { .. }), "{refused:?}");
+    *provider.0.lock().expect("lock") = Credentials::admin_password(username, SecretString::from(password.to_string()));
+    realm
+        .find_top_level_group("x")
+        .await
+        .expect("the fixed credentials log in at once");
+    assert_eq!(kc.proxy().count("POST", TOKEN_ROUTE), 2);
 }
 
 #[tokio::test]

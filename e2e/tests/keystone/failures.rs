@@ -46,7 +46,7 @@ async fn a_missing_then_unready_keystone_api_is_reported_and_recovers_when_keyst
 }
 
 #[tokio::test]
-async fn a_missing_password_secret_then_a_wrong_password_are_reported_and_recover_when_the_secret_is_fixed() {
+async fn a_missing_password_secret_then_a_wrong_password_are_reported_held_and_recover_when_the_secret_is_fixed() {
     let mut world = World::start(Setup {
         password_secret: false,
         ..Setup::default()
@@ -86,7 +86,20 @@ async fn a_missing_password_secret_then_a_wrong_password_are_reported_and_recove
         "a condition leaked the password: {message}"
     );
     assert_no_secret_in(&message, &world);
+    // The retries that follow do not ask Keystone again with the same password (its lockout counts failed
+    // logins): the condition says so, and when the next attempt is.
+    let held = world
+        .wait_condition_matching(
+            "KeystoneApplicationCredentialReady",
+            "False",
+            "KeystoneAuthenticationFailed",
+            |m| m.contains("the same password is not tried again"),
+        )
+        .await;
+    assert!(held.contains("refused the password"), "{held}");
+    assert_no_secret_in(&held, &world);
 
+    // A fixed Secret is tried at once, hold or not.
     let password = world.user.password.clone();
     world.write_password(&password).await;
     let ac = world.wait_ready(None).await;
