@@ -3,14 +3,21 @@
 //! Events are for people reading `kubectl describe`: a rotation happened, a dependency went missing, deletion
 //! is blocked. Publishing the same Warning on every retry buries the useful ones and loads the API server, so
 //! [`EventPublisher`] remembers the last note per object and reason and stays quiet while it repeats.
+//!
+//! Events are written through the core `v1` API with both generations of fields: `firstTimestamp`,
+//! `lastTimestamp`, `count` and `source` (what `kubectl get events --sort-by=.lastTimestamp` and most dashboards
+//! read) and `eventTime`, `action`, `reportingComponent` and `reportingInstance` (what `events.k8s.io/v1`
+//! readers see). The `events.k8s.io/v1` API refuses the first set on create, so it cannot be used to write them.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
 use std::sync::Mutex;
 
-use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
+use k8s_openapi::jiff::Timestamp;
 use kube::Client;
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::api::{Api, PostParams};
 
 use crate::sanitize;
 
@@ -29,7 +36,10 @@ pub enum Severity {
 /// Publishes events for one controller, suppressing repeats.
 pub struct EventPublisher {
     client: Client,
-    reporter: Reporter,
+    /// The `reportingController` (shown as "From").
+    controller: String,
+    /// The `reportingInstance`: this pod (or host).
+    instance: String,
     /// Per object (a hash of its uid), the last note published for each reason, as hashes of both: a few
     /// dozen bytes per object instead of copies of the uid, reasons and notes. A hash collision (odds about
     /// n²/2⁶⁵) could only suppress one event.
@@ -47,13 +57,10 @@ struct LastNote {
 impl EventPublisher {
     /// A publisher reporting as `controller` (shown as "From" in `kubectl describe`).
     pub fn new(client: Client, controller: &str) -> Self {
-        let reporter = Reporter {
-            controller: controller.to_string(),
-            instance: hostname_instance(),
-        };
         Self {
             client,
-            reporter,
+            controller: controller.to_string(),
+            instance: hostname_instance().unwrap_or_else(|| controller.to_string()),
             last: Mutex::new(HashMap::new()),
             hasher: RandomState::new(),
         }
@@ -77,21 +84,13 @@ impl EventPublisher {
             notes.retain(|n| n.reason != last_note.reason);
             notes.push(last_note);
         }
-        let event = Event {
-            type_: match severity {
-                Severity::Normal => EventType::Normal,
-                Severity::Warning => EventType::Warning,
-            },
-            reason: reason.to_string(),
-            note: Some(note),
-            action: action.to_string(),
-            secondary: None,
-        };
-        // A recorder per event: kube-runtime's `Recorder` scans every event it published in the last minutes on
-        // each publish (to expire them), which made publishing O(N) and a round over N objects O(N²). Its one
-        // use, counting a repeated event as a series, is covered by not repeating events at all (above).
-        let recorder = Recorder::new(self.client.clone(), self.reporter.clone());
-        if let Err(error) = recorder.publish(&event, object).await {
+        let event = self.event(object, severity, reason, action, note);
+        let namespace = object.namespace.as_deref().unwrap_or("default");
+        // Created directly (each event once, see above) rather than through kube-runtime's `Recorder`, which
+        // scans every event it published in the last minutes on each publish (a round over N objects was O(N²))
+        // and leaves the deprecated timestamps empty.
+        let events: Api<Event> = Api::namespaced(self.client.clone(), namespace);
+        if let Err(error) = events.create(&PostParams::default(), &event).await {
             tracing::warn!(%error, reason, "failed to publish event");
             // Forget it so the next attempt publishes again.
             if let Ok(mut last) = self.last.lock()
@@ -116,6 +115,49 @@ impl EventPublisher {
             .lock()
             .map(|last| remembers(&last, self.hasher.hash_one(uid), last_note))
             .unwrap_or(false)
+    }
+
+    /// The event to create: one occurrence, now.
+    fn event(&self, object: &ObjectReference, severity: Severity, reason: &str, action: &str, note: String) -> Event {
+        let now = Timestamp::now();
+        // The object's name (cut so the event's name stays within 253 characters) and the time, as kubectl names them.
+        let name: String = object
+            .name
+            .as_deref()
+            .unwrap_or(&self.controller)
+            .chars()
+            .take(200)
+            .collect();
+        Event {
+            metadata: ObjectMeta {
+                name: Some(format!("{name}.{:x}", now.as_nanosecond())),
+                namespace: object.namespace.clone(),
+                ..ObjectMeta::default()
+            },
+            involved_object: object.clone(),
+            type_: Some(
+                match severity {
+                    Severity::Normal => "Normal",
+                    Severity::Warning => "Warning",
+                }
+                .to_string(),
+            ),
+            reason: Some(reason.to_string()),
+            message: Some(note),
+            action: Some(action.to_string()),
+            first_timestamp: Some(Time(now)),
+            last_timestamp: Some(Time(now)),
+            count: Some(1),
+            source: Some(EventSource {
+                component: Some(self.controller.clone()),
+                host: None,
+            }),
+            event_time: Some(MicroTime(now)),
+            reporting_component: Some(self.controller.clone()),
+            reporting_instance: Some(self.instance.clone()),
+            related: None,
+            series: None,
+        }
     }
 
     fn last_note(&self, reason: &str, note: &str) -> LastNote {
@@ -154,10 +196,10 @@ mod tests {
             counter.fetch_add(1, Ordering::SeqCst);
             async {
                 let created = serde_json::json!({
-                    "apiVersion": "events.k8s.io/v1",
+                    "apiVersion": "v1",
                     "kind": "Event",
                     "metadata": {"name": "e", "namespace": "ns"},
-                    "eventTime": "2026-01-01T00:00:00.000000Z",
+                    "involvedObject": {},
                 });
                 let response = http::Response::builder()
                     .status(201)

@@ -73,6 +73,11 @@ pub trait StatusPolicy: Send + Sync {
     /// write that finds such leftovers is a JSON merge patch (with the same precondition) instead.
     const CLEARS_FOREIGN_FIELDS: bool = false;
 
+    /// Reasons of a `False` condition that mean "under way, as expected" (a certificate being issued) rather
+    /// than "something is wrong": their transitions are announced as Normal events, not Warnings, so a healthy
+    /// object's history has no Warning in it.
+    const IN_PROGRESS_REASONS: &'static [&'static str] = &[];
+
     /// The status's conditions.
     fn conditions(status: &Self::Status) -> &[Condition];
 
@@ -217,8 +222,8 @@ pub async fn publish<P: StatusPolicy>(
     let reference = obj.object_ref(&());
     for transition in &update.transitions {
         let severity = match transition.status {
-            Status::False => Severity::Warning,
-            Status::True | Status::Unknown => Severity::Normal,
+            Status::False if !P::IN_PROGRESS_REASONS.contains(&transition.reason.as_str()) => Severity::Warning,
+            Status::False | Status::True | Status::Unknown => Severity::Normal,
         };
         ctx.events
             .publish(

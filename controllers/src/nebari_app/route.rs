@@ -157,6 +157,9 @@ pub fn auth_enforced(spec: &NebariAppSpec) -> bool {
     spec.auth.as_ref().is_some_and(|a| a.enabled && a.enforce_at_gateway)
 }
 
+/// `RoutingReady`'s reason when the Gateway the routes attach to does not exist.
+pub const GATEWAY_NOT_FOUND: &str = "GatewayNotFound";
+
 impl Pass<'_> {
     /// The Gateway the routes attach to, for the status (`None` without operator routing).
     pub fn gateway_reference(&self) -> Option<GatewayReference> {
@@ -250,6 +253,32 @@ impl Pass<'_> {
                 attachment.gateway
             ),
         );
+        // A route keeps the acceptance its Gateway gave it after the Gateway is deleted; nothing serves it then.
+        let gateway_gone = self
+            .controller
+            .seen
+            .gateways
+            .get_when_listed(
+                Some(&attachment.namespace),
+                &attachment.gateway,
+                super::prerequisites::CACHE_WAIT,
+            )
+            .await
+            .known()
+            .is_some_and(|gateway| gateway.is_none());
+        if gateway_gone {
+            self.status.set(ConditionUpdate::failed(
+                ROUTING_READY,
+                GATEWAY_NOT_FOUND,
+                format!(
+                    "Gateway {}/{} does not exist: HTTPRoute {} is applied but nothing serves it",
+                    attachment.namespace,
+                    attachment.gateway,
+                    self.names.route()
+                ),
+            ));
+            return Ok(());
+        }
         self.status
             .set(Verdict::worst(verdicts).condition(routed, acceptance::PENDING_ROUTE));
         Ok(())

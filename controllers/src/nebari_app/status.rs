@@ -43,6 +43,8 @@ impl StatusPolicy for NebariAppController {
     type Resource = NebariApp;
     type Status = NebariAppStatus;
     const ON_CONFLICT: OnConflict = OnConflict::Rebase;
+    /// A Certificate cert-manager is still issuing is the normal first minute of every app with its own TLS.
+    const IN_PROGRESS_REASONS: &'static [&'static str] = &[super::tls::CERTIFICATE_NOT_READY];
 
     fn conditions(status: &NebariAppStatus) -> &[Condition] {
         &status.conditions

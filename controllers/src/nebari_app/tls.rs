@@ -240,8 +240,22 @@ fn listener_verdict(outcome: ListenerOutcome, gateway_ns: &str, gateway: &str) -
     }
 }
 
-/// `TLSReady` from the issued Certificate's readiness.
+/// `TLSReady`'s reason while cert-manager issues the app's certificate: expected, so announced as a Normal event.
+pub const CERTIFICATE_NOT_READY: &str = "CertificateNotReady";
+
+/// `TLSReady` from the issued Certificate's readiness; an issuance cert-manager reports as failed has its own
+/// reason (announced as a Warning), distinct from one still under way.
 fn certificate_condition(cert: &Certificate, names: &AppNames) -> ConditionUpdate {
+    if let Some(failure) = cert.issuance_failure() {
+        return ConditionUpdate::failed(
+            TLS_READY,
+            "CertificateIssuanceFailed",
+            format!(
+                "cert-manager failed to issue certificate {}: {failure}",
+                names.certificate()
+            ),
+        );
+    }
     match cert.readiness() {
         Ok(()) => ConditionUpdate::ok(TLS_READY, "TLSConfigured", "certificate issued and listener configured"),
         Err((reason, message)) => {
@@ -252,7 +266,7 @@ fn certificate_condition(cert: &Certificate, names: &AppNames) -> ConditionUpdat
             };
             ConditionUpdate::failed(
                 TLS_READY,
-                "CertificateNotReady",
+                CERTIFICATE_NOT_READY,
                 format!("certificate {} is not ready yet{detail}", names.certificate()),
             )
         }
@@ -415,6 +429,16 @@ mod tests {
         assert_eq!(
             certificate_condition(&cert, &names).message,
             "certificate web-team-cert is not ready yet (Issuing)"
+        );
+        cert.status = serde_json::from_value(json!({"conditions": [
+            {"type": "Ready", "status": "False", "reason": "DoesNotExist"},
+            {"type": "Issuing", "status": "False", "reason": "Failed", "message": "the ACME order was refused"}]}))
+        .expect("status");
+        let failed = certificate_condition(&cert, &names);
+        assert_eq!(failed.reason, "CertificateIssuanceFailed");
+        assert_eq!(
+            failed.message,
+            "cert-manager failed to issue certificate web-team-cert: the ACME order was refused"
         );
         cert.status =
             serde_json::from_value(json!({"conditions": [{"type": "Ready", "status": "True"}]})).expect("status");

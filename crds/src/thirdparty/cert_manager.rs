@@ -84,4 +84,16 @@ impl Certificate {
             )),
         }
     }
+
+    /// cert-manager's message when its last issuance attempt failed (`Issuing` is `False` with reason `Failed`;
+    /// it retries with backoff), `None` while issuing or issued.
+    pub fn issuance_failure(&self) -> Option<String> {
+        self.status
+            .as_ref()?
+            .conditions
+            .as_ref()?
+            .iter()
+            .find(|c| c.type_ == "Issuing" && c.status == "False" && c.reason.as_deref() == Some("Failed"))
+            .map(|c| c.message.clone().unwrap_or_else(|| "no message".to_string()))
+    }
 }

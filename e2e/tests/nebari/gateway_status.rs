@@ -136,3 +136,36 @@ async fn the_apps_listener_must_be_programmed_and_a_conflict_is_reported_on_tls_
         .await;
     world.wait_ready("web").await;
 }
+
+/// A route keeps the acceptance its Gateway gave it after the Gateway is deleted, but nothing serves it then:
+/// RoutingReady turns False with `GatewayNotFound` (the Gateways are watched), and True again once the Gateway is
+/// back.
+#[tokio::test]
+async fn an_app_whose_gateway_is_deleted_is_not_routing_ready_until_the_gateway_is_back() {
+    let world = World::start(Setup::default()).await;
+    world.apply_app("web", json!({"routing": {}})).await;
+    world.wait_ready("web").await;
+
+    e2e::fixtures::standins::gateways(&world.cluster.client(), GATEWAY_NAMESPACE)
+        .delete(PUBLIC_GATEWAY, &Default::default())
+        .await
+        .expect("delete the Gateway");
+    let message = world
+        .wait_condition("web", "RoutingReady", "False", "GatewayNotFound")
+        .await;
+    assert!(
+        message.contains(PUBLIC_GATEWAY) && message.contains("web-route"),
+        "{message}"
+    );
+    let app = world.app("web").await;
+    assert_eq!(
+        condition(&app, "Ready").map(|c| (c.0, c.1)),
+        Some(("False".to_string(), "GatewayNotFound".to_string()))
+    );
+
+    world.create_gateways().await;
+    world
+        .wait_condition("web", "RoutingReady", "True", "HTTPRouteReady")
+        .await;
+    world.wait_ready("web").await;
+}

@@ -288,7 +288,8 @@ impl World {
             .expect("create the Keycloak admin Secret");
     }
 
-    async fn create_gateways(&self) {
+    /// Creates (or re-creates) the two shared Gateways with Argo CD's listener, programmed.
+    pub async fn create_gateways(&self) {
         let api = standins::gateways(&self.cluster.client(), GATEWAY_NAMESPACE);
         for name in [PUBLIC_GATEWAY, INTERNAL_GATEWAY] {
             api.patch(

@@ -115,6 +115,40 @@ async fn tls_adds_a_certificate_and_an_own_listener_leaving_other_listeners_alon
         Some("TLSConfigured".to_string())
     );
 
+    // A healthy app's history holds no Warning (issuance under way is announced as Normal), and its events carry
+    // the lastTimestamp `kubectl get events --sort-by=.lastTimestamp` orders by.
+    let events = e2e::harness::events::about(&world.cluster.client(), &ns, "web").await;
+    let reasons: Vec<_> = events.iter().map(|e| (e.type_.clone(), e.reason.clone())).collect();
+    assert!(
+        reasons.iter().any(|(_, r)| r.as_deref() == Some("CertificateNotReady")),
+        "the pending certificate was announced: {reasons:?}"
+    );
+    assert!(
+        reasons.iter().all(|(t, _)| t.as_deref() == Some("Normal")),
+        "a healthy app announced a Warning: {reasons:?}"
+    );
+    assert!(
+        events
+            .iter()
+            .all(|e| e.deprecated_last_timestamp.is_some() && e.deprecated_count == Some(1)),
+        "events without lastTimestamp/count: {events:?}"
+    );
+    let listed = world
+        .cluster
+        .kubectl()
+        .run(&[
+            "get",
+            "events",
+            "-n",
+            &ns,
+            "--sort-by=.lastTimestamp",
+            "-o",
+            "jsonpath={.items[*].reason}",
+        ])
+        .await
+        .expect_success("kubectl get events --sort-by=.lastTimestamp");
+    assert!(listed.contains("CertificateNotReady"), "{listed}");
+
     // Everyone else's listeners are exactly as before, still owned by their managers.
     let public = world.gateway(PUBLIC_GATEWAY).await;
     assert_eq!(
