@@ -53,6 +53,28 @@ fn help_documents_every_flag_with_its_environment_variable() {
     }
 }
 
+/// Text logs written to a file or a pipe carry no colour codes (they are for people reading `kubectl logs` or a
+/// collector's view, where escape codes show as noise).
+#[test]
+fn text_logs_into_a_pipe_carry_no_colour_codes() {
+    let output = Command::new(env!("CARGO_BIN_EXE_manager"))
+        .args([
+            "--log-format=text",
+            "--log-level=no such level[",
+            "--controllers=nebariapp",
+        ])
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .output()
+        .expect("run manager");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("invalid --log-level") && stderr.contains("WARN"),
+        "the warning is logged as text: {stderr}"
+    );
+    assert!(!stderr.contains('\u{1b}'), "escape codes in a piped log: {stderr:?}");
+}
+
 #[test]
 fn crds_subcommand_prints_every_crd_as_valid_yaml() {
     let yaml = manager(&["crds"]);

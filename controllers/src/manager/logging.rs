@@ -1,4 +1,7 @@
-//! Log setup: JSON lines for collectors or text for people, filtered by `--log-level`.
+//! Log setup: JSON lines for collectors or text for people, filtered by `--log-level`. Colours only on a
+//! terminal: a log written to a file or a pipe (kubectl logs, a collector) carries no escape codes.
+
+use std::io::IsTerminal;
 
 use tracing_subscriber::EnvFilter;
 
@@ -12,7 +15,8 @@ pub fn init(format: LogFormat, level: &str) {
     };
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
     match format {
         LogFormat::Json => builder
             .json()

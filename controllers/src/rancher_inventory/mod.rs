@@ -4,10 +4,14 @@
 //! with its namespaces (one namespace listing per scan instead of one per project).
 //!
 //! A scan costs two Rancher reads (projects, namespaces of the cluster) and one status write. The reconcile
-//! its own status write triggers finds the scan fresh and only waits for the next one.
+//! its own status write triggers finds the scan fresh and only waits for the next one. ManagedRancherProjects are
+//! watched: when the projects they record for the inventory's cluster differ from the last scan's count (the
+//! projects being created right after start-up, say), the inventory scans again at once, at most every
+//! [`MIN_INTERVAL_SECONDS`], instead of reporting stale counts until the interval is over.
 
 pub mod scan;
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,12 +22,16 @@ use framework::conditions::{self, ConditionUpdate, READY};
 use framework::error::{KubeError, kube_error};
 use framework::events::Severity;
 use framework::namespaces::WidestList;
-use framework::runner::{Context, Outcome, Reconciler, Running, Runtime, StartError};
+use framework::object_cache::ObjectCache;
+use framework::runner::{Context, Outcome, Reconciler, Running, Runtime, Scope, StartError};
 use framework::status::{OnConflict, Published, StatusPolicy, StatusUpdate};
+use framework::triggers::Triggers;
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use kube::Resource;
-use kube::api::ListParams;
+use kube::api::{Api, ListParams};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::watcher;
+use kube::{Resource, ResourceExt};
 
 use crate::rancher::{RancherClient, RancherConnection};
 use crate::rancher_project::error::MrpError;
@@ -59,6 +67,11 @@ pub struct InventoryController {
     clock: Arc<dyn Clock>,
     /// Every namespace's ManagedRancherProjects tell managed projects from unmanaged ones.
     objects: WidestList,
+    /// The ManagedRancherProjects the watch has seen (cluster and recorded project only), to notice a change of
+    /// the managed set between scans.
+    projects: ObjectCache<ManagedRancherProject>,
+    /// Per inventory (`namespace/name`), the managed project ids its last scan in this process counted.
+    scanned: std::sync::Mutex<std::collections::HashMap<String, BTreeSet<String>>>,
 }
 
 impl InventoryController {
@@ -84,7 +97,31 @@ impl InventoryController {
             orphan_grace: settings.orphan_grace,
             clock: Arc::new(SystemClock),
             objects: WidestList::default(),
+            projects: ObjectCache::default(),
+            scanned: std::sync::Mutex::default(),
         })
+    }
+
+    /// Whether the projects the watched ManagedRancherProjects record for `rpi`'s cluster differ from what its
+    /// last scan counted (from this process's memory of that scan, else from the count in its status); `false`
+    /// before the watch has listed them.
+    fn managed_set_moved(&self, rpi: &RancherProjectInventory) -> bool {
+        let Some(projects) = self.projects.list(rpi.namespace().as_deref()) else {
+            return false;
+        };
+        let now = scan::managed_ids(projects.iter().map(AsRef::as_ref), &rpi.spec.cluster_id);
+        match self.memory().get(&inventory_key(rpi)) {
+            Some(scanned) => *scanned != now,
+            None => {
+                let reported = rpi.status.as_ref().and_then(|s| s.managed_projects);
+                reported != Some(i64::try_from(now.len()).unwrap_or(i64::MAX))
+            }
+        }
+    }
+
+    fn memory(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, BTreeSet<String>>> {
+        // A panic while holding the lock leaves a map that is still valid.
+        self.scanned.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     async fn scan(&self, rpi: &RancherProjectInventory, ctx: &Context) -> Result<scan::Scan, MrpError> {
@@ -102,6 +139,7 @@ impl InventoryController {
             .await
             .map_err(kube_error("listing ManagedRancherProjects"))?;
         let managed = scan::managed_ids(objects.iter(), cluster);
+        self.memory().insert(inventory_key(rpi), managed.clone());
         let owners: std::collections::BTreeSet<String> =
             objects.iter().map(crate::rancher_project::project::owner_key).collect();
         let known = scan::Known {
@@ -182,6 +220,36 @@ impl InventoryController {
     }
 }
 
+/// The key of an inventory in [`InventoryController`]'s memory of scans.
+fn inventory_key(rpi: &RancherProjectInventory) -> String {
+    format!("{}/{}", rpi.namespace().unwrap_or_default(), rpi.name_any())
+}
+
+/// [`MIN_INTERVAL_SECONDS`] as a duration.
+const MIN_INTERVAL: Duration = Duration::from_secs(MIN_INTERVAL_SECONDS.unsigned_abs());
+
+/// How long ago the last scan was (`None` if never).
+fn since_last_scan(rpi: &RancherProjectInventory, now: Timestamp) -> Option<Duration> {
+    let last = rpi.status.as_ref()?.last_scan_time.as_ref()?;
+    Duration::try_from(now.duration_since(last.0)).ok()
+}
+
+/// What the inventory reads of a watched ManagedRancherProject: its cluster and the project it records; the
+/// bulky rest (bindings, members, quotas) is dropped from the cache.
+fn keep_cluster_and_project(project: &mut ManagedRancherProject) {
+    let spec = &mut project.spec;
+    spec.description = None;
+    spec.namespace = None;
+    spec.resource_quotas = None;
+    spec.keycloak = None;
+    spec.cluster = None;
+    let project_id = project.status.as_mut().and_then(|s| s.rancher_project_id.take());
+    project.status = project_id.map(|id| crds::rancher::ManagedRancherProjectStatus {
+        rancher_project_id: Some(id),
+        ..Default::default()
+    });
+}
+
 fn interval(rpi: &RancherProjectInventory) -> SignedDuration {
     SignedDuration::from_secs(rpi.spec.scan_interval_seconds.max(MIN_INTERVAL_SECONDS))
 }
@@ -227,10 +295,36 @@ impl Reconciler for InventoryController {
         }]
     }
 
+    fn watches(&self, triggers: Triggers<RancherProjectInventory>, scope: &Scope) -> Triggers<RancherProjectInventory> {
+        let inventories = triggers.store();
+        let projects: Api<ManagedRancherProject> = scope.api();
+        triggers.watches_cached(
+            projects,
+            watcher::Config::default(),
+            &self.projects,
+            keep_cluster_and_project,
+            move |project: ManagedRancherProject| {
+                inventories
+                    .state()
+                    .into_iter()
+                    .filter(|rpi| {
+                        rpi.spec.cluster_id == project.spec.cluster_id && rpi.namespace() == project.namespace()
+                    })
+                    .map(|rpi| ObjectRef::from_obj(rpi.as_ref()))
+                    .collect::<Vec<_>>()
+            },
+        )
+    }
+
     async fn reconcile(&self, rpi: Arc<RancherProjectInventory>, ctx: &Context) -> Result<Outcome, MrpError> {
         let now = to_seconds(self.clock.now());
         if let Some(wait) = next_scan_in(&rpi, now) {
-            return Ok(Outcome::RequeueAfter(wait));
+            match (self.managed_set_moved(&rpi), since_last_scan(&rpi, now)) {
+                // The managed set moved: scan again, but not more often than the shortest interval.
+                (true, Some(since)) if since >= MIN_INTERVAL => {}
+                (true, Some(since)) => return Ok(Outcome::RequeueAfter(MIN_INTERVAL - since)),
+                _ => return Ok(Outcome::RequeueAfter(wait)),
+            }
         }
         let mut update = StatusUpdate::new::<Self>(&rpi, now);
         let result = self.scan(&rpi, ctx).await;

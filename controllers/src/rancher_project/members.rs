@@ -186,9 +186,9 @@ pub async fn sync(
                     member,
                     USER_NOT_FOUND,
                     format!(
-                        "no Keycloak user with {what} {} yet; the user is added once it exists (usually after \
-                         the first login)",
-                        member.identifier
+                        "User {id} not found in Keycloak (no user with {what} {id}); skipped until it exists, \
+                         usually after the first login",
+                        id = member.identifier
                     ),
                 ));
             }
@@ -302,6 +302,25 @@ fn replaced_ids(previous: &[&RoleBindingStatus], group: &str, current: &str) -> 
         .collect()
 }
 
+/// "User a not found in Keycloak, User b not found in Keycloak" for the first few users, in the site agent's
+/// guide's words, then how many more.
+fn not_found_summary(users: &BTreeSet<String>) -> String {
+    const SHOWN: usize = 5;
+    let mut parts: Vec<String> = users
+        .iter()
+        .take(SHOWN)
+        .map(|u| format!("User {u} not found in Keycloak"))
+        .collect();
+    if users.len() > SHOWN {
+        parts.push(format!("and {} more", users.len() - SHOWN));
+    }
+    if parts.is_empty() {
+        "see pendingMembers for why".to_string()
+    } else {
+        parts.join(", ")
+    }
+}
+
 impl Pass<'_> {
     /// Step 5: the members of each group that exists.
     pub async fn members(&mut self) {
@@ -324,6 +343,7 @@ impl Pass<'_> {
             .collect();
         let mut member_error: Option<MrpError> = None;
         let mut pending = 0usize;
+        let mut not_found = BTreeSet::new();
         let mut synced_count = 0usize;
         for plan in &desired.groups {
             let Some(group_id) = done.ids.get(&plan.name).cloned() else {
@@ -382,10 +402,28 @@ impl Pass<'_> {
                 }
                 None => {
                     pending += synced.pending.len();
+                    not_found.extend(
+                        synced
+                            .pending
+                            .iter()
+                            .filter(|p| p.reason == USER_NOT_FOUND)
+                            .map(|p| p.user_identifier.clone()),
+                    );
                     synced_count += synced.synced.len();
                     done.members.insert(plan.name.clone(), synced);
                 }
             }
+        }
+        // The site agent's guide tells operators to look for this line; logged once per user, when it first
+        // goes missing, not on every check.
+        let known: BTreeSet<&str> = previous_entries
+            .iter()
+            .flat_map(|entry| &entry.pending_members)
+            .filter(|p| p.reason == USER_NOT_FOUND)
+            .map(|p| p.user_identifier.as_str())
+            .collect();
+        for user in not_found.iter().filter(|u| !known.contains(u.as_str())) {
+            tracing::warn!(user = %user, "User {user} not found in Keycloak and is skipped");
         }
         match member_error {
             Some(error) => self.report.fail(MEMBERSHIP_SYNCED, error),
@@ -396,8 +434,9 @@ impl Pass<'_> {
                 MEMBERSHIP_SYNCED,
                 "MembersPending",
                 format!(
-                    "{synced_count} member(s) in sync; {pending} member(s) wait for their user to exist in Keycloak \
-                     (see pendingMembers) and are added on a later check"
+                    "{synced_count} member(s) in sync; {pending} member(s) pending: {}; they are skipped (the \
+                     groups and bindings exist) and added on a later check once they exist (see pendingMembers)",
+                    not_found_summary(&not_found)
                 ),
             ),
             None => self.report.ok(

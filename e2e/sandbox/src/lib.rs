@@ -99,6 +99,50 @@ impl SandboxError {
     }
 }
 
+/// The kinds of the samples, for `kubectl get`.
+const SAMPLE_KINDS: &str = "nebariapps,keystoneapplicationcredentials,managedrancherprojects,rancherprojectinventories";
+
+/// Waits until every sample has a `Ready` condition (whatever its status), so "ready" is never announced over
+/// objects with a blank status.
+async fn wait_for_first_reconcile(kubectl: &e2e::harness::Kubectl) -> Result<(), SandboxError> {
+    e2e::harness::try_wait_until(
+        "every sample reconciled once",
+        e2e::harness::Deadline::secs(180),
+        || async {
+            let listed = kubectl.run(&["get", SAMPLE_KINDS, "-A", "-o", "json"]).await;
+            if !listed.success {
+                return Err(listed.stderr);
+            }
+            let list: serde_json::Value = serde_json::from_str(&listed.stdout).map_err(|e| e.to_string())?;
+            let items = list["items"].as_array().cloned().unwrap_or_default();
+            let blank: Vec<String> = items
+                .iter()
+                .filter(|item| {
+                    !item["status"]["conditions"]
+                        .as_array()
+                        .is_some_and(|c| c.iter().any(|c| c["type"] == "Ready"))
+                })
+                .map(|item| {
+                    format!(
+                        "{}/{}",
+                        item["kind"].as_str().unwrap_or_default(),
+                        item["metadata"]["name"].as_str().unwrap_or_default()
+                    )
+                })
+                .collect();
+            if items.is_empty() {
+                Err("no samples listed yet".to_string())
+            } else if blank.is_empty() {
+                Ok(Some(()))
+            } else {
+                Err(format!("not reconciled yet: {}", blank.join(", ")))
+            }
+        },
+    )
+    .await
+    .map_err(|e| SandboxError::start("samples", e))
+}
+
 /// A running sandbox.
 pub struct Sandbox {
     api: SandboxApi,
@@ -192,6 +236,7 @@ impl Sandbox {
             if !applied.success {
                 return Err(SandboxError::start("samples", applied.stderr));
             }
+            wait_for_first_reconcile(&kubectl).await?;
         }
         Ok(Self {
             api,

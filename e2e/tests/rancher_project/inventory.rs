@@ -134,3 +134,61 @@ async fn the_inventory_lists_unmanaged_projects_and_counts_per_cluster_on_its_in
         "{table}"
     );
 }
+
+/// An inventory made before its cluster's projects (a fresh install, a manager start) does not report 0 managed
+/// projects until its next interval: the ManagedRancherProjects are watched, and a change of the projects they
+/// record brings the next scan forward (at most one scan per 10 s).
+#[tokio::test]
+async fn the_inventory_counts_a_new_managed_project_without_waiting_for_its_interval() {
+    let world = World::start(Setup::default()).await;
+    let api: Api<DynamicObject> = Api::namespaced_with(world.cluster.client(), NAMESPACE, &rpi_resource());
+    let name = format!("cluster-{CLUSTER}");
+    let inventory: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "waldur.io/v1alpha1",
+        "kind": "RancherProjectInventory",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {"clusterId": CLUSTER, "scanIntervalSeconds": 3600},
+    }))
+    .expect("object");
+    api.create(&PostParams::default(), &inventory)
+        .await
+        .expect("create the inventory");
+    let counted = |expected: i64| {
+        let api = api.clone();
+        let name = name.clone();
+        async move {
+            let object = api.get(&name).await.map_err(|e| e.to_string())?;
+            let status = object.data["status"].clone();
+            if status["managedProjects"] == expected {
+                Ok(Some(status))
+            } else {
+                Err(status.to_string())
+            }
+        }
+    };
+    let empty = e2e::harness::wait_until("the first scan", e2e::harness::Deadline::secs(30), || counted(0)).await;
+    let first_scan: Timestamp = empty["lastScanTime"]
+        .as_str()
+        .and_then(|t| t.parse().ok())
+        .expect("lastScanTime");
+
+    let rp = "dddd22224b2c4e7f9a0b1c2d3e4f5a6b";
+    world
+        .write("later-dddd2222", writer_spec("Later", rp, vec![]), writer_labels(rp))
+        .await;
+    world.wait_ready("later-dddd2222").await;
+    let counted_later =
+        e2e::harness::wait_until("the managed project counted", e2e::harness::Deadline::secs(40), || {
+            counted(1)
+        })
+        .await;
+    let second_scan: Timestamp = counted_later["lastScanTime"]
+        .as_str()
+        .and_then(|t| t.parse().ok())
+        .expect("lastScanTime");
+    let gap = second_scan.duration_since(first_scan);
+    assert!(
+        gap.as_secs() >= 10 && gap.as_secs() < 3600,
+        "scanned again once the project was recorded, not before 10 s: {gap:?}"
+    );
+}

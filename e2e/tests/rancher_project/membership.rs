@@ -97,16 +97,30 @@ async fn a_user_missing_from_keycloak_is_pending_and_joins_once_created() {
         .await;
     let entry = binding_status(&object, &group).expect("binding");
     assert_eq!(entry["pendingMembers"][0]["reason"], "UserNotFound");
+    // In the words of the site agent's troubleshooting guide ("User X not found in Keycloak"): in the entry, the
+    // condition and the manager's log.
     assert!(
         entry["pendingMembers"][0]["message"]
             .as_str()
-            .is_some_and(|m| m.contains("dave")),
+            .is_some_and(|m| m.starts_with("User dave not found in Keycloak")),
         "{entry}"
     );
     assert_eq!(synced(&object, &group), vec!["alice"]);
     let membership = condition(&object, "MembershipSynced").expect("MembershipSynced");
     assert_eq!(membership["status"], "True", "{membership}");
     assert_eq!(membership["reason"], "MembersPending");
+    assert!(
+        membership["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("User dave not found in Keycloak")),
+        "{membership}"
+    );
+    let log = world.manager().log();
+    assert_eq!(
+        log.matches("User dave not found in Keycloak and is skipped").count(),
+        1,
+        "logged once when dave went missing, not on every check"
+    );
     assert_eq!(
         world.members(&group_path(&group)).await,
         Some(vec!["alice".to_string()])
