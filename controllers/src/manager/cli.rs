@@ -186,7 +186,7 @@ pub struct NebariAppFlags {
     pub cluster_issuer: String,
 
     /// Provision Keycloak clients (false disables the keycloak provider, as KEYCLOAK_ENABLED=false did).
-    /// Accepts nebari-operator's values: `true`, `1` and `yes` are true, anything else false.
+    /// Accepts `true`/`1`/`yes` and `false`/`0`/`no`; any other value is refused (nebari-operator read it as false).
     #[arg(
         long = "keycloak-enabled",
         env = "KEYCLOAK_ENABLED",
@@ -331,7 +331,8 @@ pub struct NebariAppFlags {
     pub health_check_concurrency: u16,
 
     /// TEST ONLY: send every health check to this address instead of resolving the Service's name, so end-to-end
-    /// tests outside a cluster reach their stand-in app. Never set it in production.
+    /// tests outside a cluster reach their stand-in app. Only in builds with the `test-hooks` feature.
+    #[cfg(feature = "test-hooks")]
     #[arg(
         long = "nebari-test-health-check-address",
         env = "NEBARI_TEST_HEALTH_CHECK_ADDRESS",
@@ -477,7 +478,8 @@ pub struct KeystoneFlags {
     pub keystone_orphan_scan_seconds: u64,
 
     /// TEST ONLY: runs this controller's clock ahead (or behind) by this many seconds, so end-to-end tests can
-    /// reach a rotation time without waiting days. Never set it in production.
+    /// reach a rotation time without waiting days. Only in builds with the `test-hooks` feature.
+    #[cfg(feature = "test-hooks")]
     #[arg(
         long = "appcred-test-clock-offset-seconds",
         env = "APPCRED_TEST_CLOCK_OFFSET_SECONDS",
@@ -692,33 +694,41 @@ pub struct RancherFlags {
     )]
     pub rancher_orphan_scan_seconds: u64,
 
-    /// Rancher cluster ids ManagedRancherProjects and RancherProjectInventories may name (comma-separated; empty
-    /// allows every cluster). Defence in depth behind the trusted writer, see docs/trust-model.md.
+    /// Rancher cluster ids ManagedRancherProjects and RancherProjectInventories may name (comma-separated; unset
+    /// allows every cluster; an empty entry is refused). Defence in depth behind the trusted writer, see docs/trust-model.md.
     #[arg(
         long = "rancher-allowed-clusters",
         env = "RANCHER_ALLOWED_CLUSTERS",
-        value_delimiter = ','
+        value_delimiter = ',',
+        value_parser = allow_list_entry
     )]
     pub rancher_allowed_clusters: Vec<String>,
 
-    /// Role templates project bindings may use (comma-separated; empty allows every role template).
+    /// Role templates project bindings may use (comma-separated; unset allows every role template; an empty entry is refused).
     #[arg(
         long = "rancher-allowed-project-roles",
         env = "RANCHER_ALLOWED_PROJECT_ROLES",
-        value_delimiter = ','
+        value_delimiter = ',',
+        value_parser = allow_list_entry
     )]
     pub rancher_allowed_project_roles: Vec<String>,
 
-    /// Role templates cluster bindings may use (comma-separated; empty allows every role template).
+    /// Role templates cluster bindings may use (comma-separated; unset allows every role template; an empty entry is refused).
     #[arg(
         long = "rancher-allowed-cluster-roles",
         env = "RANCHER_ALLOWED_CLUSTER_ROLES",
-        value_delimiter = ','
+        value_delimiter = ',',
+        value_parser = allow_list_entry
     )]
     pub rancher_allowed_cluster_roles: Vec<String>,
 
-    /// A prefix every Keycloak group name of a ManagedRancherProject must start with (empty: any name).
-    #[arg(long = "rancher-group-prefix", env = "RANCHER_GROUP_PREFIX", default_value = "")]
+    /// A prefix every Keycloak group name of a ManagedRancherProject must start with (empty: any name; only blanks is refused).
+    #[arg(
+        long = "rancher-group-prefix",
+        env = "RANCHER_GROUP_PREFIX",
+        default_value = "",
+        value_parser = optional_prefix
+    )]
     pub rancher_group_prefix: String,
 }
 
@@ -764,6 +774,27 @@ impl Cli {
 }
 
 /// A comma-separated list's items, trimmed, without empty ones.
+/// One entry of an allow-list flag, trimmed. An empty entry is refused: `RANCHER_ALLOWED_CLUSTERS=""` or a
+/// templated `--rancher-allowed-project-roles=` would otherwise leave the list empty, which allows everything.
+fn allow_list_entry(value: &str) -> Result<String, String> {
+    let entry = value.trim();
+    if entry.is_empty() {
+        return Err(
+            "an empty entry: a list that is set must name what it allows (leave the flag unset to allow everything)"
+                .to_string(),
+        );
+    }
+    Ok(entry.to_string())
+}
+
+/// A prefix flag: empty means none, but only blanks is refused (a typo'd value must not mean "any name").
+fn optional_prefix(value: &str) -> Result<String, String> {
+    if !value.is_empty() && value.trim().is_empty() {
+        return Err("only blanks: leave it empty for no prefix, or name the prefix".to_string());
+    }
+    Ok(value.trim().to_string())
+}
+
 fn trimmed(items: &[String]) -> Vec<String> {
     items
         .iter()
@@ -827,7 +858,10 @@ impl NebariAppFlags {
             health_checks: HealthCheckSettings {
                 enabled: self.health_checks,
                 concurrency: usize::from(self.health_check_concurrency),
+                #[cfg(feature = "test-hooks")]
                 resolve_to: self.test_health_check_address,
+                #[cfg(not(feature = "test-hooks"))]
+                resolve_to: None,
             },
         }
     }
@@ -847,7 +881,10 @@ impl KeystoneFlags {
             project: self.keystone_project.clone(),
             project_domain: self.keystone_project_domain.clone(),
             request_timeout: seconds(self.keystone_timeout_seconds),
+            #[cfg(feature = "test-hooks")]
             test_clock_offset_seconds: self.appcred_test_clock_offset_seconds,
+            #[cfg(not(feature = "test-hooks"))]
+            test_clock_offset_seconds: 0,
             orphans: CredentialOrphanSettings {
                 policy: self.keystone_orphaned_credentials,
                 grace: seconds(self.keystone_orphan_grace_seconds),
@@ -978,6 +1015,34 @@ mod tests {
         assert!(
             nebari.allowed_hostnames.allows("any", "any.example.org"),
             "no patterns allow everything"
+        );
+    }
+
+    #[test]
+    fn an_allow_list_that_is_set_but_empty_is_refused_not_read_as_allow_all() {
+        for args in [
+            ["manager", "--rancher-allowed-clusters="],
+            ["manager", "--rancher-allowed-project-roles= "],
+            ["manager", "--rancher-allowed-cluster-roles=,"],
+            ["manager", "--rancher-group-prefix= "],
+        ] {
+            assert!(Cli::try_parse_from(args).is_err(), "{args:?} was accepted");
+        }
+        let cli = Cli::parse_from([
+            "manager",
+            "--rancher-allowed-clusters= c-1 ,c-2",
+            "--rancher-group-prefix=p_",
+        ]);
+        let policy = cli.managed_rancher_project.project_settings().policy;
+        assert_eq!(policy.allowed_clusters, vec!["c-1", "c-2"]);
+        assert_eq!(policy.group_prefix.as_deref(), Some("p_"));
+        let open = Cli::parse_from(["manager"])
+            .managed_rancher_project
+            .project_settings()
+            .policy;
+        assert!(
+            open.allowed_clusters.is_empty() && open.group_prefix.is_none(),
+            "unset allows everything"
         );
     }
 

@@ -177,7 +177,7 @@ impl Aliases<'_> {
         if let Some(verify) = self.get("RANCHER_VERIFY_SSL")
             && !self.given("rancher_insecure_skip_verify")
         {
-            cli.managed_rancher_project.rancher_insecure_skip_verify = !is_true(&verify);
+            cli.managed_rancher_project.rancher_insecure_skip_verify = !verification("RANCHER_VERIFY_SSL", &verify)?;
             self.announce(
                 ORIGINAL,
                 "RANCHER_VERIFY_SSL",
@@ -187,7 +187,8 @@ impl Aliases<'_> {
         if let Some(verify) = self.get("KEYCLOAK_VERIFY_SSL")
             && !self.given("rancher_keycloak_insecure_skip_verify")
         {
-            cli.managed_rancher_project.rancher_keycloak_insecure_skip_verify = !is_true(&verify);
+            cli.managed_rancher_project.rancher_keycloak_insecure_skip_verify =
+                !verification("KEYCLOAK_VERIFY_SSL", &verify)?;
             self.announce(
                 ORIGINAL,
                 "KEYCLOAK_VERIFY_SSL",
@@ -237,17 +238,28 @@ impl Aliases<'_> {
     }
 }
 
-/// rancher-keycloak-operator's booleans: `true` (any case) is true, anything else false.
-fn is_true(value: &str) -> bool {
-    value.trim().eq_ignore_ascii_case("true")
+/// A boolean as the replaced operators' users wrote them: `true`/`1`/`yes` or `false`/`0`/`no`, any case. Anything
+/// else is refused, where the originals read it as false: a typo must not switch TLS verification or Keycloak off.
+fn strict_bool(value: &str) -> Option<bool> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" => Some(true),
+        "false" | "0" | "no" => Some(false),
+        _ => None,
+    }
 }
 
-/// nebari-operator's booleans (`KEYCLOAK_ENABLED`): `true`, `1` and `yes` are true, any other value false.
-pub fn original_bool(value: &str) -> Result<bool, std::convert::Infallible> {
-    Ok(matches!(
-        value.trim().to_ascii_lowercase().as_str(),
-        "true" | "1" | "yes"
-    ))
+/// rancher-keycloak-operator's `*_VERIFY_SSL`, read strictly (see [`strict_bool`]).
+fn verification(name: &'static str, value: &str) -> Result<bool, LegacyEnvError> {
+    strict_bool(value).ok_or(LegacyEnvError::Invalid {
+        name,
+        value: value.to_string(),
+        reason: "not a boolean (true or false); an unreadable value no longer turns certificate verification off",
+    })
+}
+
+/// nebari-operator's booleans (`KEYCLOAK_ENABLED`), read strictly (see [`strict_bool`]).
+pub fn original_bool(value: &str) -> Result<bool, String> {
+    strict_bool(value).ok_or_else(|| format!("{value:?} is not a boolean (true, false, 1, 0, yes or no)"))
 }
 
 /// A Go duration of the forms nebari-operator's users write (`30s`, `1m`, `1m30s`, `500ms`, `2h`).
@@ -349,5 +361,33 @@ mod tests {
         assert_eq!(flags.rancher_keycloak_realm, "waldur");
         assert!(flags.rancher_insecure_skip_verify);
         assert!(flags.legacy_keycloak_credentials.is_some());
+    }
+
+    #[test]
+    fn unreadable_booleans_are_refused_rather_than_read_as_false() {
+        let controllers = ["--controllers=managedrancherproject,rancherprojectinventory"];
+        for (value, insecure) in [
+            ("false", true),
+            ("False", true),
+            ("0", true),
+            ("no", true),
+            ("TRUE", false),
+            ("yes", false),
+        ] {
+            let parsed = parse_with(&controllers, &[("RANCHER_VERIFY_SSL", value)]).expect("parses");
+            assert_eq!(
+                parsed.cli.managed_rancher_project.rancher_insecure_skip_verify, insecure,
+                "{value}"
+            );
+        }
+        for name in ["RANCHER_VERIFY_SSL", "KEYCLOAK_VERIFY_SSL"] {
+            let error = parse_with(&controllers, &[(name, "ture")]).err().expect("refused");
+            assert!(error.to_string().contains(name), "{error}");
+        }
+        // KEYCLOAK_ENABLED is the flag's own variable (clap reads it); its values parse the same way.
+        let error = parse_with(&["--keycloak-enabled=enabled"], &[]).err().expect("refused");
+        assert!(error.to_string().contains("not a boolean"), "{error}");
+        let parsed = parse_with(&["--keycloak-enabled=0"], &[]).expect("parses");
+        assert!(!parsed.cli.nebari_app.keycloak_enabled);
     }
 }

@@ -79,6 +79,17 @@ impl FromStr for HostnamePattern {
         if example.contains('*') {
             return Err(fail("a wildcard may only be the whole first label (*.)"));
         }
+        // A fixed domain must follow the namespace: `*.{namespace}` or `{namespace}.com` would let the apps of
+        // a namespace named `com` claim names under a public suffix.
+        let fixed_labels = template
+            .split('.')
+            .filter(|label| !label.contains(NAMESPACE_PLACEHOLDER))
+            .count();
+        if template.contains(NAMESPACE_PLACEHOLDER) && fixed_labels < 2 {
+            return Err(fail(
+                "needs a fixed domain of at least two labels besides {namespace} (e.g. {namespace}.apps.example.com)",
+            ));
+        }
         let labels_valid = example.split('.').all(|label| {
             !label.is_empty()
                 && label.len() <= 63
@@ -300,9 +311,13 @@ mod tests {
             "{ns}.example.com",
             "bad_label.example.com",
             "-a.example.com",
+            "*.{namespace}",
+            "{namespace}.com",
+            "app-{namespace}.com",
         ] {
             assert!(bad.parse::<HostnamePattern>().is_err(), "{bad:?} accepted");
         }
+        assert!("{namespace}.example.com".parse::<HostnamePattern>().is_ok());
         let error = "x.{name}.com".parse::<HostnamePattern>().expect_err("refused");
         assert_eq!(
             error.to_string(),

@@ -38,7 +38,8 @@ impl FromStr for GroupPattern {
 
     fn from_str(raw: &str) -> Result<Self, Self::Err> {
         let pattern = raw.trim();
-        if pattern.is_empty() || pattern == "*" {
+        // Only wildcards (`*`, `**`) would match every group, the realm's `admin` included.
+        if pattern.chars().all(|c| c == '*') {
             return Err(GroupPatternError(
                 raw.into(),
                 "must name something more than every group",
@@ -261,7 +262,7 @@ mod tests {
         assert!(pattern("*-viewers").matches("team", "data-viewers"));
         assert!(pattern("a*b*c").matches("team", "axxbyyc"));
         assert!(!pattern("a*b*c").matches("team", "axxcyyb"));
-        for bad in ["", "*", "{ns}-*", "a/b"] {
+        for bad in ["", "*", "**", " *** ", "{ns}-*", "a/b"] {
             assert!(bad.parse::<GroupPattern>().is_err(), "{bad:?}");
         }
     }

@@ -492,3 +492,19 @@ pub async fn run_manager_command(kubeconfig: &std::path::Path, args: &[&str]) ->
     );
     String::from_utf8_lossy(&output.stdout).to_string()
 }
+
+/// Runs the shipped image's `/manager` once with `args` and no cluster (as user 65532, buildah's chroot isolation),
+/// for checks of the shipped binary itself; `dir` holds the container's storage. Returns whatever it did: the
+/// caller asserts the exit status.
+pub fn run_image_once(archive: &Path, dir: &Path, args: &[&str]) -> std::process::Output {
+    let container = ImageContainer::create(archive, dir);
+    container
+        .buildah()
+        .args(["run", "--isolation", "chroot", "--user", "65532:65532"])
+        .arg(&container.name)
+        .arg("--")
+        .arg("/manager")
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("run buildah (apt-get install buildah): {e}"))
+}

@@ -23,5 +23,7 @@ pub mod wait;
 pub use cluster::{RequestCount, TestCluster, counts_since};
 pub use install::{OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, OperatorIdentity};
 pub use kubectl::Kubectl;
-pub use manager::{Identity, Launcher, ManagerOptions, ManagerProcess, manager_binary, run_manager_command};
+pub use manager::{
+    Identity, Launcher, ManagerOptions, ManagerProcess, manager_binary, run_image_once, run_manager_command,
+};
 pub use wait::{Deadline, try_wait_until, wait_until};

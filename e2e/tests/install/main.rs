@@ -142,9 +142,7 @@ async fn the_manager_image_runs_as_the_service_account_until_the_nebariapp_sampl
     use k8s_openapi::api::core::v1::Namespace;
     use kube::api::Api;
 
-    let archive = std::env::var_os("E2E_IMAGE_ARCHIVE")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| repository_root().join("target/image/platform-operator.tar"));
+    let archive = image_archive();
     let cluster = TestCluster::start().await;
     let mut crds = crds::all();
     crds.extend(third_party_crds::for_nebari());
@@ -213,6 +211,39 @@ async fn the_manager_image_runs_as_the_service_account_until_the_nebariapp_sampl
     let namespaces: Api<Namespace> = Api::all(cluster.client());
     assert!(namespaces.get_opt(OPERATOR_NAMESPACE).await.expect("get").is_some());
     surroundings.stop().await;
+}
+
+/// The shipped image's manager is built without the test-only hooks: it refuses the flags the end-to-end tests
+/// steer their (debug) manager with, while it accepts the same command line without them.
+#[test]
+fn the_shipped_manager_has_no_test_only_flags() {
+    let archive = image_archive();
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let help = e2e::harness::run_image_once(&archive, dir.path(), &["--help"]);
+    assert!(
+        help.status.success(),
+        "the image's manager runs: {}",
+        String::from_utf8_lossy(&help.stderr)
+    );
+    for flag in [
+        "--appcred-test-clock-offset-seconds=60",
+        "--nebari-test-health-check-address=127.0.0.1",
+    ] {
+        let refused = e2e::harness::run_image_once(&archive, dir.path(), &[flag, "--help"]);
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        let name = flag.split('=').next().unwrap_or(flag);
+        assert!(
+            !refused.status.success() && stderr.contains(&format!("unexpected argument '{name}'")),
+            "the shipped manager accepts the test-only {name}: {stderr}"
+        );
+    }
+}
+
+/// The OCI archive `e2e/image.sh` wrote (`E2E_IMAGE_ARCHIVE`, else its default place).
+fn image_archive() -> std::path::PathBuf {
+    std::env::var_os("E2E_IMAGE_ARCHIVE")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| repository_root().join("target/image/platform-operator.tar"))
 }
 
 /// `kubectl explain` of every kind shows what the kind is, lists `apiVersion`, `kind` and `metadata` like a
