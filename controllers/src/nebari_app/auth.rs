@@ -34,6 +34,9 @@ pub struct AuthOutcome {
     pub next: Outcome,
     /// Whether the SecurityPolicy was applied in this pass.
     pub policy_applied: bool,
+    /// Whether the spec asks for protection the gateway cannot give: the routes are withheld even where an
+    /// earlier, looser SecurityPolicy still exists (it would serve the app without what the spec now requires).
+    pub refused: bool,
 }
 
 impl AuthOutcome {
@@ -41,6 +44,14 @@ impl AuthOutcome {
         Self {
             next: Outcome::Done,
             policy_applied: false,
+            refused: false,
+        }
+    }
+
+    fn refused() -> Self {
+        Self {
+            refused: true,
+            ..Self::unprotected()
         }
     }
 }
@@ -80,7 +91,7 @@ impl Pass<'_> {
                 "auth.groups can only be enforced at the gateway with the keycloak provider; remove auth.groups or \
                  let the application check groups itself (enforceAtGateway: false)",
             ));
-            return Ok(AuthOutcome::unprotected());
+            return Ok(AuthOutcome::refused());
         }
         let credentials = match self.client_credentials(auth).await {
             Ok(ClientState::Ready(credentials)) => credentials,
@@ -125,6 +136,7 @@ impl Pass<'_> {
         Ok(AuthOutcome {
             next: Outcome::Done,
             policy_applied,
+            refused: false,
         })
     }
 

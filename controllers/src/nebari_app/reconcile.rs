@@ -112,7 +112,8 @@ impl<'a> Pass<'a> {
         let section = self.tls().await?;
         let auth = self.auth().await;
         let protected = auth.as_ref().is_ok_and(|auth| auth.policy_applied);
-        self.routes(section, protected).await?;
+        let refused = auth.as_ref().is_ok_and(|auth| auth.refused);
+        self.routes(section, protected, refused).await?;
         let pruned = self.children.prune().await?;
         if pruned.contains(&format!("Certificate/{}", self.names.certificate())) {
             let gateway_ns = &self.controller.settings.gateway_namespace;

@@ -461,6 +461,57 @@ async fn generic_oidc_uses_the_client_secret_ref_once_it_exists_and_never_calls_
     assert_eq!(world.keycloak_requests(), calls, "generic-oidc never calls Keycloak");
 }
 
+/// Groups the gateway cannot enforce (a provider other than Keycloak) withhold the routes even where the app
+/// was protected before: the earlier SecurityPolicy checks no groups, so keeping it would serve every user of
+/// the provider although the spec now restricts the app to a group. Dropping the groups brings the app back.
+#[tokio::test]
+async fn groups_the_gateway_cannot_enforce_withhold_the_routes_instead_of_keeping_a_looser_policy() {
+    let world = World::start(Setup::default()).await;
+    create_google_client_secret(&world).await;
+    let spec = |groups: Option<serde_json::Value>| {
+        let mut auth = json!({
+            "enabled": true, "provider": "generic-oidc", "issuerURL": "https://accounts.google.com",
+            "clientSecretRef": "google-oidc",
+        });
+        if let Some(groups) = groups {
+            auth["groups"] = groups;
+        }
+        json!({"routing": {}, "auth": auth})
+    };
+    world.apply_app("web", spec(None)).await;
+    world.wait_ready("web").await;
+    assert!(
+        world
+            .object(&http_routes(), &world.namespace, "web-route")
+            .await
+            .is_some()
+    );
+
+    world.apply_app("web", spec(Some(json!(["admins"])))).await;
+    world
+        .wait_condition("web", "AuthReady", "False", "GroupsNotEnforceable")
+        .await;
+    let message = world
+        .wait_condition("web", "RoutingReady", "False", "WaitingForAuth")
+        .await;
+    assert!(message.contains("cannot enforce"), "{message}");
+    world
+        .wait_object_gone(&http_routes(), &world.namespace, "web-route")
+        .await;
+    world
+        .wait_object_gone(&security_policies(), &world.namespace, "web-security")
+        .await;
+
+    world.apply_app("web", spec(None)).await;
+    world.wait_ready("web").await;
+    assert!(
+        world
+            .object(&http_routes(), &world.namespace, "web-route")
+            .await
+            .is_some()
+    );
+}
+
 #[tokio::test]
 async fn a_client_secret_ref_secret_is_noticed_through_a_metadata_only_watch_without_polling() {
     use kube::api::{Patch, PatchParams};
