@@ -272,10 +272,19 @@ pub async fn cleanup(controller: &Controller, mrp: Arc<ManagedRancherProject>, c
         return Ok(());
     }
     if let Err(refusal) = controller.settings.policy.check_cluster(&mrp.spec.cluster_id) {
-        // Never acted on, so there is nothing of its own to clean up; acting now (the stale-id fallback deletes
-        // by name) would be the very access the policy refuses.
-        tracing::warn!(%refusal, "the operator's policy refuses this object: released without touching Rancher or Keycloak");
-        return Ok(());
+        let Some(made) = recorded_access(mrp.status.as_ref()) else {
+            // Never acted on, so there is nothing of its own to clean up; acting now (the stale-id fallback
+            // deletes by name) would be the very access the policy refuses.
+            tracing::warn!(%refusal, "the operator's policy refuses this object: released without touching Rancher or Keycloak");
+            return Ok(());
+        };
+        // It acted before the policy was narrowed: releasing it now would leave that access in place for good,
+        // unseen. Deletion waits for someone to decide.
+        let error = MrpError::NotAllowed(format!(
+            "{refusal}; this object made {made} there before, which cleanup would remove: allow the cluster again \
+             for the cleanup to run"
+        ));
+        return blocked(controller, ctx, &mrp, error).await;
     }
     // Afresh and cluster-wide, whatever the manager watches (see `cluster_scope`).
     let listed = controller.peers.list_afresh(&ctx.client, &ctx.namespaces).await?;
@@ -338,6 +347,39 @@ pub async fn cleanup(controller: &Controller, mrp: Arc<ManagedRancherProject>, c
         tracing::info!(removed = cleanup.done.len(), "cleanup finished");
         return Ok(());
     };
+    blocked(controller, ctx, &mrp, error).await
+}
+
+/// What the status records this object made in Rancher (`None` when nothing), for the refusal message.
+fn recorded_access(status: Option<&ManagedRancherProjectStatus>) -> Option<String> {
+    let status = status?;
+    // Entries a refused pass lists from the spec carry no ids: only a recorded group, binding or member counts.
+    let made = |entry: &&RoleBindingStatus| {
+        entry.keycloak_group_id.is_some() || entry.rancher_binding_id.is_some() || !entry.synced_members.is_empty()
+    };
+    let bindings = status
+        .keycloak_role_bindings
+        .iter()
+        .chain(&status.cluster_keycloak_role_bindings)
+        .filter(made)
+        .count();
+    let project = status.rancher_project_id.as_deref().filter(|id| !id.is_empty());
+    match (project, bindings) {
+        (None, 0) => None,
+        (Some(id), 0) => Some(format!("Rancher project {id}")),
+        (None, n) => Some(format!("{n} role binding(s)")),
+        (Some(id), n) => Some(format!("Rancher project {id} and {n} role binding(s)")),
+    }
+}
+
+/// Keeps the finalizer with `error` in an event and the Ready condition (phase `Deleting`).
+async fn blocked(
+    controller: &Controller,
+    ctx: &Context,
+    mrp: &ManagedRancherProject,
+    error: MrpError,
+) -> Result<(), MrpError> {
+    let object = mrp.object_ref(&());
     let message = format!(
         "cleanup is blocked: {}; the finalizer stays until cleanup succeeds (annotate {SKIP_CLEANUP_ANNOTATION}=true \
          to release the object without cleanup)",
@@ -353,12 +395,12 @@ pub async fn cleanup(controller: &Controller, mrp: Arc<ManagedRancherProject>, c
         )
         .await;
     let now = status::to_seconds(controller.clock.now());
-    let mut update = status::begin(mrp.as_ref(), now);
+    let mut update = status::begin(mrp, now);
     update.finish_with(ConditionUpdate::failed(READY, error.reason(), message));
     update.status.phase = Some(Phase::Deleting);
     let previous = update.base().clone();
     status::stamp(&previous, &mut update.status, now);
-    if let Err(write_error) = framework::status::publish(controller, ctx, mrp.as_ref(), update).await {
+    if let Err(write_error) = framework::status::publish(controller, ctx, mrp, update).await {
         tracing::debug!(%write_error, "could not record the blocked cleanup in the status");
     }
     Err(error)

@@ -148,3 +148,62 @@ async fn an_inventory_of_a_cluster_outside_the_policy_is_refused() {
     );
     assert_eq!(world.rancher_requests(), reads_before, "the cluster was never listed");
 }
+
+/// An object that made a project and bindings while its cluster was allowed, deleted after the policy was
+/// narrowed, is not released with that access left in place for good: deletion waits with a condition that says
+/// why and how to proceed, and the cleanup runs once the cluster is allowed again.
+#[tokio::test]
+async fn deleting_an_object_whose_cluster_the_policy_no_longer_allows_waits_instead_of_leaving_its_access() {
+    let mut world = World::start(Setup {
+        users: vec!["alice"],
+        ..Setup::default()
+    })
+    .await;
+    let rp = "cccc22224b2c4e7f9a0b1c2d3e4f5a6b";
+    let name = "narrowed-cccc2222";
+    let group = group_name(rp, "member");
+    world
+        .write(
+            name,
+            writer_spec("Narrowed", rp, vec![binding(&group, "project-member", &["alice"])]),
+            writer_labels(rp),
+        )
+        .await;
+    let object = world.wait_ready(name).await;
+    let id = object["status"]["rancherProjectId"]
+        .as_str()
+        .expect("project id")
+        .to_string();
+
+    world.manager_mut().stop().await;
+    world
+        .start_manager(vec![format!("--rancher-allowed-clusters={OTHER_CLUSTER}")])
+        .await;
+    world.delete(name).await;
+    let object = world
+        .wait_for(name, "deletion blocked by the policy", |o| {
+            condition(o, "Ready").is_some_and(|c| c["reason"] == "NotAllowedByPolicy")
+        })
+        .await;
+    let message = condition(&object, "Ready").expect("Ready")["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        message.contains(&id) && message.contains("cleanup is blocked") && message.contains("skip"),
+        "{message}"
+    );
+    assert!(
+        world.project(&id).is_some_and(|p| p["state"] != "removing"),
+        "nothing is deleted under the refusing policy"
+    );
+
+    world.manager_mut().stop().await;
+    world.start_manager(Vec::new()).await;
+    world.wait_gone(name).await;
+    // Rancher removes a deleted project asynchronously.
+    assert!(
+        world.project(&id).is_none_or(|p| p["state"] == "removing"),
+        "the cleanup deleted the project once the cluster was allowed"
+    );
+}
