@@ -117,6 +117,30 @@ pub struct RoutingConfig {
     /// Annotations to merge onto the generated HTTPRoute (operator annotations win on a clash).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<BTreeMap<String, String>>,
+    /// Timeouts of the app's routes (Gateway API's HTTPRoute timeouts, honoured by Envoy Gateway). Envoy's
+    /// default ends every request after 15 s, which breaks server-sent events, long polling and gRPC streams:
+    /// `request: 0s` turns the limit off for such apps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeouts: Option<RouteTimeouts>,
+}
+
+/// Timeouts of an app's routes, as Gateway API durations (`30s`, `5m`, `1h30m`, `500ms`; `0s` disables).
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[x_kube(validation = Rule::new(
+    "!has(self.request) || !has(self.backendRequest) || duration(self.request) == duration('0s') || \
+     duration(self.backendRequest) <= duration(self.request)"
+).message("backendRequest must not be longer than request (unless request is 0s, no limit)"))]
+#[serde(rename_all = "camelCase")]
+pub struct RouteTimeouts {
+    /// How long the gateway waits for the whole request to be answered, from the client's first byte to the last
+    /// byte of the response.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^([0-9]{1,5}(h|m|s|ms)){1,4}$"), length(max = 32))]
+    pub request: Option<String>,
+    /// How long the gateway waits for one backend call (a retried request makes several); at most `request`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^([0-9]{1,5}(h|m|s|ms)){1,4}$"), length(max = 32))]
+    pub backend_request: Option<String>,
 }
 
 /// RouteMatch is one path rule.

@@ -57,6 +57,36 @@ fn trim_in_place(value: &mut Value) {
     }
 }
 
+/// The ReferenceGrant a route's cross-namespace backends need, named exactly: where it goes, what it allows
+/// from and to. The operator never writes it (the backend's namespace is not the app's to change).
+fn reference_grant_hint(route: &Value, own_namespace: &str) -> String {
+    let mut needed: Vec<String> = route["spec"]["rules"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|rule| rule["backendRefs"].as_array().into_iter().flatten())
+        .filter_map(|backend| {
+            let namespace = backend["namespace"].as_str().filter(|ns| *ns != own_namespace)?;
+            let service = backend["name"].as_str()?;
+            Some(format!(
+                "a ReferenceGrant in namespace {namespace} with from {{group: gateway.networking.k8s.io, kind: \
+                 HTTPRoute, namespace: {own_namespace}}} and to {{group: \"\", kind: Service, name: {service}}}"
+            ))
+        })
+        .collect();
+    needed.sort();
+    needed.dedup();
+    if needed.is_empty() {
+        " (a Service in another namespace needs a ReferenceGrant there that allows HTTPRoutes from this namespace)"
+            .to_string()
+    } else {
+        format!(
+            " (needed: {}; an admin of that namespace creates it)",
+            needed.join("; ")
+        )
+    }
+}
+
 /// What the gateway says about one object.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Verdict {
@@ -168,9 +198,9 @@ pub fn route(route: &Value, namespace: &str, gateway: &str) -> Verdict {
     if is(resolved, "False") {
         let resolved = resolved.unwrap_or(&Value::Null);
         let hint = if resolved["reason"] == "RefNotPermitted" {
-            " (a Service in another namespace needs a ReferenceGrant there that allows HTTPRoutes from this namespace)"
+            reference_grant_hint(route, own_namespace)
         } else {
-            ""
+            String::new()
         };
         return Verdict::Refused {
             reason: "HTTPRouteRefsNotResolved",
@@ -326,6 +356,27 @@ mod tests {
         assert_eq!(reason, "HTTPRouteRefsNotResolved");
         assert!(
             message.contains("RefNotPermitted") && message.contains("ReferenceGrant"),
+            "{message}"
+        );
+        // With the route's spec at hand, the grant is named exactly.
+        let mut cross = http_route(
+            1,
+            json!([parent(vec![
+                cond("Accepted", "True", "Accepted", 1),
+                cond("ResolvedRefs", "False", "RefNotPermitted", 1)
+            ])]),
+        );
+        cross["spec"] = json!({"rules": [{"backendRefs": [{"name": "shop", "namespace": "backends", "port": 80}]},
+                                        {"backendRefs": [{"name": "local", "port": 80}]}]});
+        let Verdict::Refused { message, .. } = verdict(cross) else {
+            panic!("refused expected")
+        };
+        assert!(
+            message.ends_with(
+                "(needed: a ReferenceGrant in namespace backends with from {group: gateway.networking.k8s.io, \
+                 kind: HTTPRoute, namespace: team} and to {group: \"\", kind: Service, name: shop}; an admin of \
+                 that namespace creates it)"
+            ),
             "{message}"
         );
         let not_accepted = verdict(http_route(

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crds::nebari::{GatewayReference, NebariApp, NebariAppSpec, PathType, RouteMatch};
+use crds::nebari::{GatewayReference, NebariApp, NebariAppSpec, PathType, RouteMatch, RoutingConfig};
 use crds::thirdparty::envoy_gateway::SecurityPolicy;
 use framework::children::Observed;
 use framework::conditions::ConditionUpdate;
@@ -12,10 +12,11 @@ use framework::error::kube_error;
 use framework::events::Severity;
 use gateway_api::httproutes::{
     HttpRoute, HttpRouteParentRefs, HttpRouteRules, HttpRouteRulesBackendRefs, HttpRouteRulesMatches,
-    HttpRouteRulesMatchesPath, HttpRouteRulesMatchesPathType, HttpRouteSpec,
+    HttpRouteRulesMatchesPath, HttpRouteRulesMatchesPathType, HttpRouteRulesTimeouts, HttpRouteSpec,
 };
 use kube::api::{Api, ObjectMeta};
 use kube::{Resource, ResourceExt};
+use serde_json::Value;
 
 use super::acceptance::{self, Verdict};
 use super::error::NebariAppError;
@@ -99,11 +100,21 @@ fn route(
                     port: Some(spec.service.port),
                     ..Default::default()
                 }]),
+                timeouts: timeouts(spec.routing.as_deref()),
                 ..Default::default()
             }]),
         },
         status: None,
     }
+}
+
+/// The route timeouts `routing.timeouts` asks for, in Gateway API's form (`None`: the gateway's defaults).
+fn timeouts(routing: Option<&RoutingConfig>) -> Option<HttpRouteRulesTimeouts> {
+    let asked = routing?.timeouts.as_ref()?;
+    (asked.request.is_some() || asked.backend_request.is_some()).then(|| HttpRouteRulesTimeouts {
+        request: asked.request.clone(),
+        backend_request: asked.backend_request.clone(),
+    })
 }
 
 /// The main route `<app>-route`: the app's path rules (PathPrefix by default; all paths without rules), with the
@@ -171,18 +182,21 @@ impl Pass<'_> {
     }
 
     /// Applies the routes on listener `section` when [`exposure`] allows, given whether the auth step applied
-    /// the SecurityPolicy.
-    pub async fn routes(&mut self, section: String, policy_applied: bool) -> Result<(), NebariAppError> {
+    /// the SecurityPolicy and whether it refused what the spec asks for (then no earlier policy is kept).
+    pub async fn routes(&mut self, section: String, policy_applied: bool, refused: bool) -> Result<(), NebariAppError> {
         let enforced = auth_enforced(&self.app.spec);
-        let earlier_policy = enforced && !policy_applied && self.keep_earlier_policy().await?;
+        let earlier_policy = enforced && !policy_applied && !refused && self.keep_earlier_policy().await?;
         if exposure(enforced, policy_applied, earlier_policy) == Exposure::Withheld {
             if self.app.spec.routing.is_some() {
-                self.status.set(ConditionUpdate::failed(
-                    ROUTING_READY,
-                    "WaitingForAuth",
+                let message = if refused {
+                    "the HTTPRoute is withheld: the gateway cannot enforce the authentication the spec asks for \
+                     (see AuthReady), and an earlier, looser policy would expose the app without it"
+                } else {
                     "the HTTPRoute is withheld until the OIDC client is ready, so the app is never exposed without \
-                     the authentication it asks for",
-                ));
+                     the authentication it asks for"
+                };
+                self.status
+                    .set(ConditionUpdate::failed(ROUTING_READY, "WaitingForAuth", message));
             }
             return Ok(());
         }
@@ -216,18 +230,22 @@ impl Pass<'_> {
             section,
             tls: self.plan.is_tls(),
         };
-        let main = self
-            .children
-            .apply_observed(main_route(self.app, self.names.route(), &attachment))
-            .await?;
-        let verdict_of =
-            |route: &Observed| acceptance::route(&route.to_json(), &attachment.namespace, &attachment.gateway);
-        let mut verdicts = vec![verdict_of(&main)];
+        // The verdict reads the observed status with the spec applied (its backends name a missing grant).
+        let verdict_of = |route: &Observed, spec: Value| {
+            let mut observed = route.to_json();
+            observed["spec"] = spec;
+            acceptance::route(&observed, &attachment.namespace, &attachment.gateway)
+        };
+        let main_desired = main_route(self.app, self.names.route(), &attachment);
+        let main_spec = acceptance::json(&main_desired)["spec"].clone();
+        let main = self.children.apply_observed(main_desired).await?;
+        let mut verdicts = vec![verdict_of(&main, main_spec)];
         let has_public = routing.public_routes.as_ref().is_some_and(|r| !r.is_empty());
         if has_public && auth_enforced(&self.app.spec) {
             if let Some(route) = public_route(self.app, self.names.public_route(), &attachment) {
+                let spec = acceptance::json(&route)["spec"].clone();
                 let public = self.children.apply_observed(route).await?;
-                verdicts.push(verdict_of(&public));
+                verdicts.push(verdict_of(&public, spec));
             }
         } else if has_public {
             self.ctx

@@ -169,3 +169,43 @@ async fn an_app_whose_gateway_is_deleted_is_not_routing_ready_until_the_gateway_
         .await;
     world.wait_ready("web").await;
 }
+
+/// A backend in another namespace without its ReferenceGrant: the condition names the exact grant needed (where,
+/// from and to), which an admin of that namespace creates; the operator never writes into it.
+#[tokio::test]
+async fn a_cross_namespace_backend_without_its_grant_names_the_grant_needed() {
+    let world = World::start(Setup::default()).await;
+    let ns = world.namespace.clone();
+    // The backend lives in a namespace of its own.
+    let backends = world.cluster.create_namespace("backends").await;
+    let service = sandbox::surroundings::nebari::backend_service("shop", &backends, 80);
+    kube::Api::<k8s_openapi::api::core::v1::Service>::namespaced(world.cluster.client(), &backends)
+        .create(&Default::default(), &service)
+        .await
+        .expect("create the backend Service");
+    world
+        .envoy_gateway
+        .answer(
+            "HTTPRoute",
+            &ns,
+            "shop-route",
+            Answer::refuse("ResolvedRefs", "RefNotPermitted", "backendRef shop/80 is not permitted"),
+        )
+        .await;
+    world
+        .apply_app(
+            "shop",
+            json!({"routing": {}, "service": {"name": "shop", "port": 80, "namespace": backends}}),
+        )
+        .await;
+    let message = world
+        .wait_condition("shop", "RoutingReady", "False", "HTTPRouteRefsNotResolved")
+        .await;
+    assert!(
+        message.contains(&format!(
+            "a ReferenceGrant in namespace {backends} with from {{group: gateway.networking.k8s.io, kind: \
+             HTTPRoute, namespace: {ns}}} and to {{group: \"\", kind: Service, name: shop}}"
+        )),
+        "{message}"
+    );
+}

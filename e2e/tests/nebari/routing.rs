@@ -220,3 +220,42 @@ async fn removing_routing_deletes_the_route_and_says_routing_is_managed_elsewher
         "no routing, no gatewayRef"
     );
 }
+
+/// `routing.timeouts` reaches every rule of the route as Gateway API's HTTPRoute timeouts (accepted by the real
+/// Gateway API CRD); `request: 0s` lifts Envoy's 15 s default for streaming apps. A backend timeout longer than
+/// the request's is refused at apply, as the HTTPRoute would refuse it later.
+#[tokio::test]
+async fn route_timeouts_reach_the_route_and_inconsistent_ones_are_refused_at_apply() {
+    let world = World::start(Setup::default()).await;
+    let ns = world.namespace.clone();
+    world
+        .apply_app(
+            "stream",
+            json!({"routing": {"timeouts": {"request": "0s", "backendRequest": "1h"}}}),
+        )
+        .await;
+    world.wait_ready("stream").await;
+    let route = world
+        .object(&http_routes(), &ns, "stream-route")
+        .await
+        .expect("the route");
+    assert_eq!(
+        route["spec"]["rules"][0]["timeouts"],
+        json!({"request": "0s", "backendRequest": "1h"})
+    );
+
+    let document = world.app_document(
+        "slow",
+        json!({"routing": {"timeouts": {"request": "30s", "backendRequest": "1m"}}}),
+    );
+    let stderr = world
+        .cluster
+        .kubectl()
+        .run_with_stdin(&["apply", "-f", "-"], Some(&document.to_string()))
+        .await
+        .expect_failure("a backend timeout longer than the request's");
+    assert!(
+        stderr.contains("backendRequest must not be longer than request"),
+        "{stderr}"
+    );
+}
