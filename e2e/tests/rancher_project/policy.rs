@@ -169,11 +169,7 @@ async fn deleting_an_object_whose_cluster_the_policy_no_longer_allows_waits_inst
             writer_labels(rp),
         )
         .await;
-    let object = world.wait_ready(name).await;
-    let id = object["status"]["rancherProjectId"]
-        .as_str()
-        .expect("project id")
-        .to_string();
+    let id = world.wait_ready_project(name).await;
 
     world.manager_mut().stop().await;
     world

@@ -172,11 +172,7 @@ async fn a_quota_typo_stored_before_the_rule_keeps_the_last_applied_limit() {
     world
         .write(name, spec(json!({"cpu": 4000, "memory": "8192Mi"})), writer_labels(rp))
         .await;
-    let object = world.wait_ready(name).await;
-    let id = object["status"]["rancherProjectId"]
-        .as_str()
-        .expect("project id")
-        .to_string();
+    let id = world.wait_ready_project(name).await;
 
     // The CRD as it was before it checked quota values.
     let mut crd = crds::all()

@@ -328,6 +328,15 @@ impl World {
         .await
     }
 
+    /// Waits until the object is Ready and returns the Rancher project id its status records.
+    pub async fn wait_ready_project(&self, name: &str) -> String {
+        let object = self.wait_ready(name).await;
+        object["status"]["rancherProjectId"]
+            .as_str()
+            .expect("project id")
+            .to_string()
+    }
+
     /// Waits until the object is Ready for its current generation.
     pub async fn wait_ready(&self, name: &str) -> Value {
         self.wait_for(name, "Ready", is_ready).await
