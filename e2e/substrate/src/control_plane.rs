@@ -12,7 +12,10 @@ use super::SubstrateError;
 use super::admission_checks::{self, AdmissionCheckRecorder};
 use super::cache::Provisioned;
 use super::pki::{self, ClusterCa};
-use super::process::{Supervised, free_port};
+use super::process::{Supervised, free_port, lost_port_race};
+
+/// How many ports a control plane's apiserver is started on before its start fails (see [`lost_port_race`]).
+const PORT_ATTEMPTS: u32 = 3;
 
 /// The controllers kube-controller-manager runs (its canonical names).
 const CONTROLLERS: &[&str] = &[
@@ -112,65 +115,76 @@ impl ControlPlane {
             }
         };
 
-        let port = free_port()?;
-        let url = format!("https://127.0.0.1:{port}");
         let audit_log = dir.join("audit.log");
         write(&dir.join("audit-policy.yaml"), AUDIT_POLICY)?;
         let (admission_checks, authorization) =
             AdmissionCheckRecorder::start(&ca, dir, &admission_checks::log_beside(&audit_log)).await?;
-        let mut apiserver_cmd = Command::new(binaries.kube_apiserver()?);
-        apiserver_cmd
-            .arg(format!("--etcd-servers={etcd_url}"))
-            .arg(format!("--etcd-prefix={prefix}"))
-            .arg("--bind-address=127.0.0.1")
-            .arg("--advertise-address=127.0.0.1")
-            .arg(format!("--secure-port={port}"))
-            .arg(format!("--cert-dir={}", pki_dir.display()))
-            .arg(format!("--tls-cert-file={}", pki_dir.join("apiserver.crt").display()))
-            .arg(format!(
-                "--tls-private-key-file={}",
-                pki_dir.join("apiserver.key").display()
-            ))
-            .arg(format!("--client-ca-file={}", ca_cert.display()))
-            .arg("--service-account-issuer=https://kubernetes.default.svc.cluster.local")
-            .arg(format!(
-                "--service-account-key-file={}",
-                pki_dir.join("sa.pub").display()
-            ))
-            .arg(format!(
-                "--service-account-signing-key-file={}",
-                pki_dir.join("sa.key").display()
-            ))
-            .arg("--service-cluster-ip-range=10.0.0.0/24")
-            // RBAC, behind a webhook that records the finalizer checks admission makes (see admission_checks).
-            .arg(format!("--authorization-config={}", authorization.config.display()))
-            // On by default in a cluster: NamespaceLifecycle, ServiceAccount, ValidatingAdmissionPolicy, …; a
-            // cluster that cares about owner references turns this one on too (the operator must pass it).
-            .arg("--enable-admission-plugins=OwnerReferencesPermissionEnforcement")
-            // No node answers for the `kubernetes` Service's endpoints on loopback; do not keep trying.
-            .arg("--endpoint-reconciler-type=none")
-            .arg("--allow-privileged=true")
-            .arg(format!(
-                "--audit-policy-file={}",
-                dir.join("audit-policy.yaml").display()
-            ))
-            .arg(format!("--audit-log-path={}", audit_log.display()))
-            .arg("--audit-log-format=json")
-            .arg("--profiling=false");
-        // Observed here: kube-apiserver logs its shutdown at SIGTERM but has not exited 15 s later, so a stop always
-        // waited out the whole grace (5 s per test). Its state is in etcd; a short grace, then SIGKILL.
-        let mut apiserver = Supervised::spawn("kube-apiserver", apiserver_cmd, &dir.join("kube-apiserver.log"))?
-            .with_stop_grace(Duration::from_millis(300));
-
         let admin = ca.issue_client_cert("e2e-admin", &["system:masters"])?;
         let admin_kubeconfig = dir.join("admin.kubeconfig");
         write(
             &pki_dir.join("admin.pem"),
             &format!("{}{}", admin.cert_pem, admin.key_pem),
         )?;
-        write(&admin_kubeconfig, &pki::kubeconfig(&url, &ca.cert_pem(), &admin, None))?;
-        let client = client_for(&admin_kubeconfig).await?;
-        wait_ready(&mut apiserver, &client, Duration::from_secs(120)).await?;
+        // The port is free when chosen but may be taken before the apiserver binds it (another test's component
+        // starting at the same moment): then the apiserver exits at once, and a new port is tried.
+        let mut attempt = 1;
+        let (apiserver, url, client) = loop {
+            let port = free_port()?;
+            let url = format!("https://127.0.0.1:{port}");
+            let mut apiserver_cmd = Command::new(binaries.kube_apiserver()?);
+            apiserver_cmd
+                .arg(format!("--etcd-servers={etcd_url}"))
+                .arg(format!("--etcd-prefix={prefix}"))
+                .arg("--bind-address=127.0.0.1")
+                .arg("--advertise-address=127.0.0.1")
+                .arg(format!("--secure-port={port}"))
+                .arg(format!("--cert-dir={}", pki_dir.display()))
+                .arg(format!("--tls-cert-file={}", pki_dir.join("apiserver.crt").display()))
+                .arg(format!(
+                    "--tls-private-key-file={}",
+                    pki_dir.join("apiserver.key").display()
+                ))
+                .arg(format!("--client-ca-file={}", ca_cert.display()))
+                .arg("--service-account-issuer=https://kubernetes.default.svc.cluster.local")
+                .arg(format!(
+                    "--service-account-key-file={}",
+                    pki_dir.join("sa.pub").display()
+                ))
+                .arg(format!(
+                    "--service-account-signing-key-file={}",
+                    pki_dir.join("sa.key").display()
+                ))
+                .arg("--service-cluster-ip-range=10.0.0.0/24")
+                // RBAC, behind a webhook that records the finalizer checks admission makes (see admission_checks).
+                .arg(format!("--authorization-config={}", authorization.config.display()))
+                // On by default in a cluster: NamespaceLifecycle, ServiceAccount, ValidatingAdmissionPolicy, …; a
+                // cluster that cares about owner references turns this one on too (the operator must pass it).
+                .arg("--enable-admission-plugins=OwnerReferencesPermissionEnforcement")
+                // No node answers for the `kubernetes` Service's endpoints on loopback; do not keep trying.
+                .arg("--endpoint-reconciler-type=none")
+                .arg("--allow-privileged=true")
+                .arg(format!(
+                    "--audit-policy-file={}",
+                    dir.join("audit-policy.yaml").display()
+                ))
+                .arg(format!("--audit-log-path={}", audit_log.display()))
+                .arg("--audit-log-format=json")
+                .arg("--profiling=false");
+            // Observed here: kube-apiserver logs its shutdown at SIGTERM but has not exited 15 s later, so a stop
+            // always waited out the whole grace (5 s per test). Its state is in etcd; a short grace, then SIGKILL.
+            let mut apiserver = Supervised::spawn("kube-apiserver", apiserver_cmd, &dir.join("kube-apiserver.log"))?
+                .with_stop_grace(Duration::from_millis(300));
+            write(&admin_kubeconfig, &pki::kubeconfig(&url, &ca.cert_pem(), &admin, None))?;
+            let client = client_for(&admin_kubeconfig).await?;
+            match wait_ready(&mut apiserver, &client, Duration::from_secs(120)).await {
+                Ok(()) => break (apiserver, url, client),
+                Err(error) if attempt < PORT_ATTEMPTS && lost_port_race(&error) => {
+                    eprintln!("[substrate] kube-apiserver lost port {port} to another process; trying another");
+                    attempt += 1;
+                }
+                Err(error) => return Err(error),
+            }
+        };
 
         let kcm_cert = ca.issue_client_cert("system:kube-controller-manager", &["system:masters"])?;
         let kcm_kubeconfig = dir.join("kube-controller-manager.kubeconfig");

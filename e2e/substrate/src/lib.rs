@@ -62,7 +62,7 @@ pub enum SubstrateError {
         log: PathBuf,
     },
     /// A component exited while it was expected to run.
-    #[error("{component} exited ({status}); its log: {log}")]
+    #[error("{component} exited ({status}); its log: {log}; it ended with:\n{tail}")]
     Exited {
         /// The component.
         component: String,
@@ -70,6 +70,9 @@ pub enum SubstrateError {
         status: String,
         /// Its log file.
         log: PathBuf,
+        /// The last lines of its log, kept here because the log's directory is often a test's and is removed
+        /// with it.
+        tail: String,
     },
     /// The description file is missing or unreadable.
     #[error("the real substrate is not running for this test: {0}")]

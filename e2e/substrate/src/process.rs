@@ -63,6 +63,7 @@ impl Supervised {
                 component: self.name.clone(),
                 status: status.to_string(),
                 log: self.log.clone(),
+                tail: log_tail(&self.log, 20),
             }),
             Err(error) => Err(SubstrateError::Io {
                 what: format!("check on {}", self.name),
@@ -126,6 +127,24 @@ impl Drop for Supervised {
     fn drop(&mut self) {
         self.stop(self.stop_grace);
     }
+}
+
+/// The last `lines` lines of the log at `path` (a note when it cannot be read).
+pub fn log_tail(path: &Path, lines: usize) -> String {
+    match std::fs::read(path) {
+        Ok(bytes) => {
+            let text = String::from_utf8_lossy(&bytes);
+            let all: Vec<&str> = text.lines().collect();
+            all[all.len().saturating_sub(lines)..].join("\n")
+        }
+        Err(error) => format!("(the log could not be read: {error})"),
+    }
+}
+
+/// Whether a component that exited at start lost the race for the port it was given (another process bound it
+/// between [`free_port`] and the component's own bind).
+pub fn lost_port_race(error: &SubstrateError) -> bool {
+    matches!(error, SubstrateError::Exited { tail, .. } if tail.contains("address already in use"))
 }
 
 /// A free loopback port (bound and released; the component binds it right after).
