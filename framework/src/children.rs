@@ -152,9 +152,11 @@ pub enum ChildError {
         /// The child's namespace.
         namespace: String,
     },
-    /// An object of the child's name exists and its owner annotation names another owner: applying would take
-    /// it over (e.g. two owners whose names join to the same child name), so it is left alone. The message does
-    /// not say who the other owner is; that may be another tenant.
+    /// An object of the child's name exists and is not this owner's: its owner annotation names another owner,
+    /// or it has none and was not made by this operator (nor the operator it replaces, which shares its
+    /// `managed-by` label). Applying would take it over (two owners whose names join to the same child name, or
+    /// a platform object in a shared namespace), so it is left alone. The message does not say who the other
+    /// owner is; that may be another tenant.
     #[error("{kind} {name} already exists and belongs to another owner; it was left unchanged")]
     OwnedByAnother {
         /// The child's kind.
@@ -249,6 +251,18 @@ fn api_in<T: Resource<DynamicType = (), Scope = NamespaceResourceScope>>(
     }
 }
 
+/// How a child names its owner in the owner annotation: `<group>/<kind>/<namespace>/<name>`. Builders that
+/// mark other objects as the owner's (the Secret a Certificate's issuer writes, say) use the same value.
+pub fn owner_id<K: Resource<DynamicType = ()>>(owner: &K) -> String {
+    format!(
+        "{}/{}/{}/{}",
+        K::group(&()),
+        K::kind(&()),
+        owner.namespace().as_deref().unwrap_or(""),
+        owner.name_any()
+    )
+}
+
 impl ChildSet {
     /// Starts a set for `owner`, labelling children `name=<component>` and `instance=<owner name>`.
     pub fn new<K>(client: Client, config: ChildConfig, owner: &K, component: &str) -> Option<Self>
@@ -257,13 +271,7 @@ impl ChildSet {
     {
         let owner_ref = owner.controller_owner_ref(&())?;
         let owner_namespace = owner.namespace();
-        let owner_id = format!(
-            "{}/{}/{}/{}",
-            K::group(&()),
-            K::kind(&()),
-            owner_namespace.as_deref().unwrap_or(""),
-            owner.name_any()
-        );
+        let owner_id = owner_id(owner);
         let labels = BTreeMap::from([
             (LABEL_MANAGED_BY.to_string(), names::label_value(&config.managed_by)),
             (LABEL_NAME.to_string(), names::label_value(component)),
@@ -644,14 +652,18 @@ impl ChildSet {
             .collect())
     }
 
-    /// Whether `item` carries an owner annotation naming someone else (and no ownerReference to this owner). An
-    /// object without the annotation is adopted: that is how the replaced operator's objects are taken over.
+    /// Whether `item` is someone else's (see [`ChildError::OwnedByAnother`]): it has no ownerReference to this
+    /// owner, and its owner annotation names another owner, or it has none and lacks this operator's
+    /// `managed-by` label. An unannotated object with the label is adopted: that is how the replaced operator's
+    /// objects are taken over; one without it (a platform object of the same name) never is.
     fn owned_by_another<T: Resource>(&self, item: &T) -> bool {
-        let other_annotation = item
-            .annotations()
-            .get(&self.config.owner_annotation)
-            .is_some_and(|owner| owner != &self.owner_id);
-        other_annotation && !item.owner_references().iter().any(|r| r.uid == self.owner_ref.uid)
+        if item.owner_references().iter().any(|r| r.uid == self.owner_ref.uid) {
+            return false;
+        }
+        match item.annotations().get(&self.config.owner_annotation) {
+            Some(owner) => owner != &self.owner_id,
+            None => item.labels().get(LABEL_MANAGED_BY) != Some(&names::label_value(&self.config.managed_by)),
+        }
     }
 
     /// Whether `item` belongs to this set's owner: by controller ownerReference, or by owner annotation.

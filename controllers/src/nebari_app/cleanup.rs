@@ -80,25 +80,39 @@ pub async fn cleanup(
         listeners.withdraw(held, gateway, &settings.gateway_namespace).await?;
     }
     let certificates: Api<Certificate> = Api::namespaced(ctx.client.clone(), &settings.gateway_namespace);
+    let owner = framework::children::owner_id(app.as_ref());
     if let Some(cert) = certificates
         .get_opt(&names.certificate())
         .await
         .map_err(kube_error("reading the Certificate"))?
     {
-        let ours =
-            cert.labels().get(super::tls::APP_NAMESPACE_LABEL) == Some(&framework::names::label_value(&namespace));
+        // Ours: it names this app as its owner, or (the replaced operator's, not yet adopted) it has no owner,
+        // carries the operator's managed-by label and the app's namespace label. A platform certificate of the
+        // same name is neither, and stays.
+        let label = |key: &str| cert.labels().get(key).cloned();
+        let ours = match cert.annotations().get(super::OWNER_ANNOTATION) {
+            Some(recorded) => *recorded == owner,
+            None => {
+                label(framework::children::LABEL_MANAGED_BY).as_deref() == Some(super::MANAGED_BY)
+                    && label(super::tls::APP_NAMESPACE_LABEL) == Some(framework::names::label_value(&namespace))
+            }
+        };
         if ours {
-            match certificates
-                .delete(&names.certificate(), &DeleteParams::background())
-                .await
-            {
+            let guarded = DeleteParams {
+                preconditions: cert.metadata.uid.clone().map(|uid| kube::api::Preconditions {
+                    uid: Some(uid),
+                    resource_version: None,
+                }),
+                ..DeleteParams::background()
+            };
+            match certificates.delete(&names.certificate(), &guarded).await {
                 Ok(_) => framework::changes::record(format!("deleted Certificate {}", names.certificate())),
-                Err(kube::Error::Api(status)) if status.code == 404 => {}
+                Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => {}
                 Err(e) => return Err(KubeError::new("deleting the Certificate", e).into()),
             }
         }
     }
-    super::tls::release_issued_secret(&ctx.client, &settings.gateway_namespace, &names).await?;
+    super::tls::release_issued_secret(&ctx.client, &settings.gateway_namespace, &names, &owner).await?;
     ctx.events
         .publish(
             &app.object_ref(&()),

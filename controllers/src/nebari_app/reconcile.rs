@@ -117,7 +117,8 @@ impl<'a> Pass<'a> {
         let pruned = self.children.prune().await?;
         if pruned.contains(&format!("Certificate/{}", self.names.certificate())) {
             let gateway_ns = &self.controller.settings.gateway_namespace;
-            super::tls::release_issued_secret(&self.ctx.client, gateway_ns, &self.names).await?;
+            let owner = framework::children::owner_id(self.app);
+            super::tls::release_issued_secret(&self.ctx.client, gateway_ns, &self.names, &owner).await?;
         }
         auth.map(|auth| auth.next)
     }

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use crds::nebari::NebariApp;
-use crds::thirdparty::cert_manager::{Certificate, CertificateSpec, IssuerRef};
+use crds::thirdparty::cert_manager::{Certificate, CertificateSpec, IssuerRef, SecretTemplate};
 use framework::children::ChildError;
 use framework::conditions::ConditionUpdate;
 use framework::error::kube_error;
@@ -40,6 +40,7 @@ pub async fn release_issued_secret(
     client: &kube::Client,
     gateway_ns: &str,
     names: &AppNames,
+    owner: &str,
 ) -> Result<(), framework::error::KubeError> {
     let secrets: Api<Secret> = Api::namespaced(client.clone(), gateway_ns);
     let name = names.tls_secret();
@@ -50,12 +51,13 @@ pub async fn release_issued_secret(
     else {
         return Ok(());
     };
-    let issued_for = secret
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(CERTIFICATE_NAME_ANNOTATION));
-    if issued_for != Some(&names.certificate()) {
+    let annotation = |key: &str| secret.metadata.annotations.as_ref().and_then(|a| a.get(key)).cloned();
+    // Issued for a Certificate of this name is not enough: a platform certificate may have the same name (a
+    // namespace `gateway` with an app `nebari` maps onto `nebari-gateway-cert`). Only a Secret issued from this
+    // app's own Certificate carries the app as its owner (the Certificate's secretTemplate).
+    if annotation(CERTIFICATE_NAME_ANNOTATION) != Some(names.certificate())
+        || annotation(super::OWNER_ANNOTATION).as_deref() != Some(owner)
+    {
         return Ok(());
     }
     let guarded = kube::api::DeleteParams {
@@ -101,6 +103,15 @@ pub fn certificate(app: &NebariApp, names: &AppNames, issuer: &str, gateway_name
                 name: issuer.to_string(),
                 kind: Some("ClusterIssuer".to_string()),
                 group: Some("cert-manager.io".to_string()),
+            }),
+            // The issued Secret names its app, so releasing it never touches a Secret someone else's
+            // certificate of the same name wrote.
+            secret_template: Some(SecretTemplate {
+                annotations: Some(BTreeMap::from([(
+                    super::OWNER_ANNOTATION.to_string(),
+                    framework::children::owner_id(app),
+                )])),
+                labels: None,
             }),
         },
         status: None,

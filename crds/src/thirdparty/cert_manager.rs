@@ -1,5 +1,7 @@
 //! cert-manager `Certificate` (`cert-manager.io/v1`): the TLS certificate of a NebariApp's hostname.
 
+use std::collections::BTreeMap;
+
 use kube::CustomResource;
 use serde::{Deserialize, Serialize};
 
@@ -25,6 +27,20 @@ pub struct CertificateSpec {
     /// The issuer that signs it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub issuer_ref: Option<IssuerRef>,
+    /// Labels and annotations cert-manager puts on the Secret it writes (and keeps there when they change).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_template: Option<SecretTemplate>,
+}
+
+/// Metadata for the Secret a Certificate's issuer writes.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct SecretTemplate {
+    /// Annotations to set on the Secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<BTreeMap<String, String>>,
+    /// Labels to set on the Secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels: Option<BTreeMap<String, String>>,
 }
 
 /// A reference to a cert-manager Issuer or ClusterIssuer.
