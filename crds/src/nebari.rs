@@ -220,8 +220,10 @@ pub struct AuthConfig {
     /// Scopes to request; defaults to openid, profile, email.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scopes: Option<Vec<String>>,
-    /// Groups that should have access; created in Keycloak and published in status.serviceDiscovery.
+    /// Groups that should have access; created in Keycloak and published in status.serviceDiscovery. Top-level
+    /// group names, without `/`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(inner(length(min = 1, max = 255), regex(pattern = r"^[^/]+$")))]
     pub groups: Option<Vec<String>>,
     /// ProvisionClient makes the operator create the OIDC client in the provider (keycloak only; default true).
     #[serde(default = "default_true")]
@@ -238,8 +240,10 @@ pub struct AuthConfig {
     /// races when SPAs fire parallel requests).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deny_redirect: Option<Vec<DenyRedirectHeader>>,
-    /// IssuerURL is the OIDC issuer for provider generic-oidc (required there).
+    /// IssuerURL is the OIDC issuer for provider generic-oidc (required there); `https://` only, since the
+    /// gateway trusts the keys it finds there.
     #[serde(default, rename = "issuerURL", skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 2048), regex(pattern = r"^https://"))]
     pub issuer_url: Option<String>,
     /// SPAClient provisions a public PKCE (S256) client for browser apps (keycloak only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -348,8 +352,8 @@ pub struct KeycloakClientConfig {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct KeycloakGroup {
-    /// Group name.
-    #[schemars(length(min = 1))]
+    /// Group name: a top-level group, without `/`.
+    #[schemars(length(min = 1, max = 255), regex(pattern = r"^[^/]+$"))]
     pub name: String,
     /// Usernames to add (additive: other members stay; unknown users are reported, not fatal).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -389,14 +393,27 @@ pub struct LandingPageConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 256))]
     pub description: Option<String>,
-    /// Icon: a built-in identifier (jupyter, grafana, ...) or an image URL.
+    /// Icon: a built-in identifier (jupyter, grafana, ...) or an image URL (`http(s)://`, a path, or
+    /// `data:image/...`); any other scheme (`javascript:`) is refused, since the landing page puts it in a page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        length(max = 65536),
+        regex(pattern = r"^(https?://.*|/.*|data:image/.*|[A-Za-z0-9][A-Za-z0-9._-]*)$")
+    )]
     pub icon: Option<String>,
-    /// Icon for light themes.
+    /// Icon for light themes (as `icon`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        length(max = 65536),
+        regex(pattern = r"^(https?://.*|/.*|data:image/.*|[A-Za-z0-9][A-Za-z0-9._-]*)$")
+    )]
     pub icon_light: Option<String>,
-    /// Icon for dark themes.
+    /// Icon for dark themes (as `icon`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        length(max = 65536),
+        regex(pattern = r"^(https?://.*|/.*|data:image/.*|[A-Za-z0-9][A-Za-z0-9._-]*)$")
+    )]
     pub icon_dark: Option<String>,
     /// Category groups related services.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -405,8 +422,10 @@ pub struct LandingPageConfig {
     #[serde(default = "default_priority")]
     #[schemars(range(min = 0, max = 1000))]
     pub priority: i32,
-    /// ExternalUrl overrides the URL derived from the hostname.
+    /// ExternalUrl overrides the URL derived from the hostname; `http://` or `https://` only (the landing page
+    /// links to it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 2048), regex(pattern = r"^https?://"))]
     pub external_url: Option<String>,
     /// HealthCheck configures health monitoring of the service.
     #[serde(default, skip_serializing_if = "Option::is_none")]

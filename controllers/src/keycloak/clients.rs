@@ -45,6 +45,9 @@ pub struct ClientSpec {
     pub web_origins: Vec<String>,
     /// Free-form settings (PKCE method, post-logout redirect URIs, the owner this operator records).
     pub attributes: BTreeMap<String, String>,
+    /// Whether tokens carry every role of the user; off for the clients this operator makes, so a realm
+    /// administrator's login to a tenant's app never hands the tenant a token the admin API accepts.
+    pub full_scope_allowed: bool,
 }
 
 impl ClientSpec {
@@ -63,6 +66,7 @@ impl ClientSpec {
             redirect_uris: Vec::new(),
             web_origins: Vec::new(),
             attributes: BTreeMap::new(),
+            full_scope_allowed: false,
         }
     }
 
@@ -131,6 +135,7 @@ impl ClientSpec {
             redirect_uris: self.redirect_uris.clone(),
             web_origins: self.web_origins.clone(),
             attributes: self.attributes.clone(),
+            full_scope_allowed: self.full_scope_allowed,
             ..Client::default()
         }
     }
@@ -149,6 +154,7 @@ impl ClientSpec {
             "redirectUris": self.redirect_uris,
             "webOrigins": self.web_origins,
             "attributes": self.attributes,
+            "fullScopeAllowed": self.full_scope_allowed,
         });
         if let Some(name) = &self.name {
             body["name"] = json!(name);
@@ -182,6 +188,8 @@ pub struct ClientUpdate {
     pub direct_access_grants: Option<bool>,
     /// Display name.
     pub name: Option<String>,
+    /// Whether tokens carry every role of the user (see [`ClientSpec::full_scope_allowed`]).
+    pub full_scope_allowed: Option<bool>,
 }
 
 impl ClientUpdate {
@@ -205,6 +213,9 @@ impl ClientUpdate {
         }
         if let Some(name) = &self.name {
             body.insert("name".into(), json!(name));
+        }
+        if let Some(flag) = self.full_scope_allowed {
+            body.insert("fullScopeAllowed".into(), json!(flag));
         }
         if !self.set_attributes.is_empty() || !self.remove_attributes.is_empty() {
             let mut attributes: Map<String, Value> =
@@ -231,6 +242,7 @@ impl ClientUpdate {
             || flag(self.enabled, client.enabled)
             || flag(self.standard_flow, client.standard_flow_enabled)
             || flag(self.direct_access_grants, client.direct_access_grants_enabled)
+            || flag(self.full_scope_allowed, client.full_scope_allowed)
             || self.name.as_ref().is_some_and(|n| client.name.as_ref() != Some(n))
             || self
                 .set_attributes
@@ -251,6 +263,33 @@ struct SecretAnswer {
 }
 
 impl RealmClient {
+    /// Puts the realm role `role` into the scope of the client with internal id `client`, unless it is there: with
+    /// `fullScopeAllowed` off only the roles in a client's scope reach its tokens (`offline_access` for an offline
+    /// token, say).
+    pub async fn ensure_realm_role_in_scope(&self, client: &str, role: &str) -> Result<(), KeycloakError> {
+        let segments = ["clients", client, "scope-mappings", "realm"];
+        let mapped: Vec<Value> = self.get_json("read client scope roles", &segments, &[]).await?;
+        if mapped.iter().any(|mapped| mapped["name"] == role) {
+            return Ok(());
+        }
+        let Some(found) = self.get_optional::<Value>("read realm role", &["roles", role]).await? else {
+            return Err(KeycloakError::Missing {
+                operation: "add a realm role to a client's scope",
+                what: format!("realm role {role}"),
+            });
+        };
+        self.execute(
+            "add a realm role to a client's scope",
+            Method::POST,
+            &segments,
+            &[],
+            Some(&json!([found])),
+            Idempotency::Idempotent,
+        )
+        .await?;
+        Ok(())
+    }
+
     /// The client with exactly this `clientId`, if any.
     pub async fn find_client(&self, client_id: &str) -> Result<Option<Client>, KeycloakError> {
         let clients: Vec<Client> = self

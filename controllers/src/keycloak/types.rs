@@ -100,12 +100,21 @@ pub struct Client {
     /// Free-form settings (PKCE method, post-logout redirect URIs, the owner this operator records).
     #[serde(default)]
     pub attributes: BTreeMap<String, String>,
+    /// Whether its tokens carry every role the user has (Keycloak's default) rather than only the roles in the
+    /// client's scope.
+    #[serde(default = "keycloak_default_full_scope")]
+    pub full_scope_allowed: bool,
     /// Protocol mappers (Keycloak leaves the key out when there are none).
     #[serde(default)]
     pub protocol_mappers: Vec<ProtocolMapper>,
     /// Names of the default client scopes.
     #[serde(default)]
     pub default_client_scopes: Vec<String>,
+}
+
+/// Keycloak's value of `fullScopeAllowed` when a representation leaves it out.
+fn keycloak_default_full_scope() -> bool {
+    true
 }
 
 /// A client scope (`ClientScopeRepresentation`): a named set of claims a client can be given by default.
@@ -193,6 +202,23 @@ impl ProtocolMapper {
                 ("id.token.claim", "true"),
                 ("access.token.claim", "true"),
                 ("userinfo.token.claim", "true"),
+            ],
+        )
+    }
+
+    /// Puts the user's group paths (`/parent/child`) into the `claim_name` claim of access tokens only: a claim
+    /// for a gateway to authorize by, which the app's ID token and userinfo need not carry.
+    pub fn gateway_group_paths(name: &str, claim_name: &str) -> Self {
+        Self::oidc(
+            name,
+            "oidc-group-membership-mapper",
+            &[
+                ("claim.name", claim_name),
+                ("full.path", "true"),
+                ("id.token.claim", "false"),
+                ("access.token.claim", "true"),
+                ("userinfo.token.claim", "false"),
+                ("introspection.token.claim", "true"),
             ],
         )
     }

@@ -2,13 +2,19 @@
 //!
 //! While the hash matches and AuthReady is True, a reconcile makes no Keycloak call at all. Unlike the original
 //! (which left them out) it covers the device-flow client, token exchange, the realm and the Keycloak URL, and
-//! the URL scheme the redirect URIs use, so changing any of them re-provisions.
+//! the URL scheme the redirect URIs use, so changing any of them re-provisions; and the operator's own
+//! provisioning revision, so an upgrade that provisions more re-provisions once.
 
 use crds::nebari::{AuthConfig, NebariApp};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use super::settings::NebariAppSettings;
+
+/// The revision of what the operator provisions in Keycloak for a given spec. Raised whenever a release
+/// provisions something new for the same spec (2: `fullScopeAllowed` off and the gateway's groups mapper), so
+/// that after an upgrade every app is provisioned once more instead of keeping its clients as they were.
+const PROVISIONING_REVISION: u32 = 2;
 
 fn sorted(values: Option<&Vec<String>>) -> Vec<String> {
     let mut v = values.cloned().unwrap_or_default();
@@ -28,6 +34,7 @@ pub fn auth_config_hash(
     peers: &[String],
 ) -> String {
     let document = json!({
+        "revision": PROVISIONING_REVISION,
         "namespace": app.metadata.namespace,
         "name": app.metadata.name,
         "hostname": app.spec.hostname,
@@ -45,6 +52,9 @@ pub fn auth_config_hash(
         "keycloakURL": settings.keycloak.url,
         "externalURL": settings.keycloak_external_url,
         "tokenExchangePeers": peers,
+        // The platform's limits: narrowing them re-checks every app against them (a refusal shows on the app)
+        // instead of leaving what an app provisioned under the old limits unexamined.
+        "policy": format!("{:?}", settings.keycloak_policy),
     });
     hex::encode(Sha256::digest(document.to_string().as_bytes()))
 }
@@ -109,6 +119,13 @@ mod tests {
             auth_config_hash(&app(), &base, &other_realm, true, &[]),
             hash,
             "the realm"
+        );
+        let mut narrowed = settings.clone();
+        narrowed.keycloak_policy.client_scopes.retain(|scope| scope != "groups");
+        assert_ne!(
+            auth_config_hash(&app(), &base, &narrowed, true, &[]),
+            hash,
+            "the platform's limits"
         );
         let mut moved = app();
         moved.spec.hostname = "new.example.com".into();

@@ -6,9 +6,9 @@
 
 use crds::nebari::AuthConfig;
 
-use super::keycloak_groups::GroupPattern;
+use super::keycloak_groups::{self, GroupPattern};
 use super::naming::AppNames;
-use super::security_policy::scopes;
+use super::security_policy::{GATEWAY_GROUP_MAPPER, GATEWAY_GROUPS_CLAIM, GROUPS_CLAIM, scopes};
 
 /// Mapper types an app may put on its client by default: group membership, a user attribute, and an audience
 /// naming one of the app's own clients.
@@ -30,9 +30,32 @@ pub const DEFAULT_CLIENT_SCOPES: &[&str] = &[
 const GROUP_MEMBERSHIP_MAPPER: &str = "oidc-group-membership-mapper";
 const USER_ATTRIBUTE_MAPPER: &str = "oidc-usermodel-attribute-mapper";
 const AUDIENCE_MAPPER: &str = "oidc-audience-mapper";
-/// Claims a user-attribute mapper may not write: they carry authorization (`groups`) or identity, and a user
-/// may be able to edit their own attributes.
-const RESERVED_CLAIMS: &[&str] = &["groups", "aud", "azp", "iss", "sub", "preferred_username", "email"];
+/// Claims no mapper an app configures may write, whatever its type: the token's own envelope (audience,
+/// issuer, subject, lifetimes, session), Keycloak's role claims, identity, and the claim the gateway admits
+/// `auth.groups` by. Written by a mapper they would forge whom or what a token is for.
+const RESERVED_CLAIMS: &[&str] = &[
+    "aud",
+    "azp",
+    "iss",
+    "sub",
+    "exp",
+    "iat",
+    "nbf",
+    "jti",
+    "typ",
+    "sid",
+    "nonce",
+    "auth_time",
+    "session_state",
+    "scope",
+    "acr",
+    "realm_access",
+    "resource_access",
+    "preferred_username",
+    "email",
+    "email_verified",
+    GATEWAY_GROUPS_CLAIM,
+];
 
 /// The platform's limits on what an app may provision.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,10 +89,24 @@ pub struct Refusal {
     pub reason: &'static str,
     /// What was refused and what is allowed.
     pub message: String,
+    /// The platform flag that would allow it, when one would (`manager takeover-check` shows it).
+    pub remedy: Option<String>,
 }
 
-/// Checks the app's requested scopes and mappers against `policy`.
+/// Checks the app's requested scopes, group names and mappers against `policy`.
 pub fn check(auth: &AuthConfig, names: &AppNames, policy: &KeycloakPolicy) -> Result<(), Refusal> {
+    // A group is named by its top-level name. With `/` a name could read as another group's path (a group
+    // literally named `/shop-vip` beside `shop-vip`) and pass as it where groups are matched by name or path.
+    if let Some(name) = keycloak_groups::wanted(auth)
+        .into_keys()
+        .find(|name| name.contains('/'))
+    {
+        return Err(Refusal {
+            reason: "GroupNotAllowed",
+            message: format!("group {name:?}: groups are named by their top-level name, without '/'"),
+            remedy: None,
+        });
+    }
     for scope in scopes(auth) {
         if !policy.client_scopes.contains(&scope) {
             return Err(Refusal {
@@ -78,6 +115,7 @@ pub fn check(auth: &AuthConfig, names: &AppNames, policy: &KeycloakPolicy) -> Re
                     "client scope {scope} is not allowed; the platform allows: {}",
                     policy.client_scopes.join(", ")
                 ),
+                remedy: Some(format!("--keycloak-allowed-client-scopes with {scope} added")),
             });
         }
     }
@@ -91,18 +129,36 @@ pub fn check(auth: &AuthConfig, names: &AppNames, policy: &KeycloakPolicy) -> Re
         .iter()
         .flat_map(|k| k.protocol_mappers.iter().flatten());
     for mapper in mappers {
+        let kind = mapper.protocol_mapper.as_str();
         let refuse = |why: String| Refusal {
             reason: "ProtocolMapperNotAllowed",
             message: format!("protocol mapper {}: {why}", mapper.name),
+            remedy: None,
         };
-        let kind = mapper.protocol_mapper.as_str();
+        if mapper.name == GATEWAY_GROUP_MAPPER {
+            return Err(refuse("the name is the operator's own mapper's".to_string()));
+        }
         if !policy.mapper_types.iter().any(|allowed| allowed == kind) {
-            return Err(refuse(format!(
-                "type {kind} is not allowed; the platform allows: {}",
-                policy.mapper_types.join(", ")
-            )));
+            return Err(Refusal {
+                remedy: Some(format!("--keycloak-allowed-mapper-types with {kind} added")),
+                ..refuse(format!(
+                    "type {kind} is not allowed; the platform allows: {}",
+                    policy.mapper_types.join(", ")
+                ))
+            });
         }
         let config = |key: &str| mapper.config.as_ref().and_then(|c| c.get(key)).map(String::as_str);
+        let claim = config("claim.name").unwrap_or_default();
+        let writes = |reserved: &str| claim == reserved || claim.starts_with(&format!("{reserved}."));
+        if let Some(reserved) = RESERVED_CLAIMS.iter().find(|reserved| writes(reserved)) {
+            return Err(refuse(format!("no mapper may write the claim {reserved}")));
+        }
+        // Only a group-membership mapper may write `groups`: any other could put a group name into it.
+        if kind != GROUP_MEMBERSHIP_MAPPER && writes(GROUPS_CLAIM) {
+            return Err(refuse(format!(
+                "only a group-membership mapper may write the claim {GROUPS_CLAIM}"
+            )));
+        }
         match kind {
             AUDIENCE_MAPPER => {
                 let client = config("included.client.audience").filter(|c| !c.is_empty());
@@ -112,17 +168,6 @@ pub fn check(auth: &AuthConfig, names: &AppNames, policy: &KeycloakPolicy) -> Re
                     return Err(refuse(format!(
                         "an audience may only name this app's own clients ({})",
                         own_clients.join(", ")
-                    )));
-                }
-            }
-            USER_ATTRIBUTE_MAPPER => {
-                let claim = config("claim.name").unwrap_or_default();
-                if RESERVED_CLAIMS
-                    .iter()
-                    .any(|reserved| claim == *reserved || claim.starts_with(&format!("{reserved}.")))
-                {
-                    return Err(refuse(format!(
-                        "a user attribute may not be written to the claim {claim}"
                     )));
                 }
             }
@@ -197,5 +242,41 @@ mod tests {
             verdict(json!({"scopes": ["openid", "admin-scope"]})),
             Err("ClientScopeNotAllowed")
         );
+    }
+
+    #[test]
+    fn reserved_claims_are_refused_to_every_mapper_type() {
+        for claim in [
+            "aud",
+            "azp",
+            "realm_access",
+            "resource_access.account",
+            GATEWAY_GROUPS_CLAIM,
+        ] {
+            for kind in [GROUP_MEMBERSHIP_MAPPER, USER_ATTRIBUTE_MAPPER] {
+                let config = json!({"claim.name": claim, "user.attribute": "x"});
+                assert_eq!(
+                    verdict(mapper(kind, config)),
+                    Err("ProtocolMapperNotAllowed"),
+                    "{kind} writing {claim}"
+                );
+            }
+        }
+        let groups = mapper(GROUP_MEMBERSHIP_MAPPER, json!({"claim.name": "groups"}));
+        assert_eq!(
+            verdict(groups),
+            Ok(()),
+            "group membership is what the groups claim is for"
+        );
+        let nested = mapper(GROUP_MEMBERSHIP_MAPPER, json!({"claim.name": "teams.groups"}));
+        assert_eq!(verdict(nested), Ok(()));
+    }
+
+    #[test]
+    fn group_names_with_a_slash_are_refused_wherever_they_are_named() {
+        assert_eq!(verdict(json!({"groups": ["/shop-vip"]})), Err("GroupNotAllowed"));
+        let members = json!({"keycloakConfig": {"groups": [{"name": "a/b", "members": ["x"]}]}});
+        assert_eq!(verdict(members), Err("GroupNotAllowed"));
+        assert_eq!(verdict(json!({"groups": ["shop-vip"]})), Ok(()));
     }
 }

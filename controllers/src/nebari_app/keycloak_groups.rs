@@ -8,7 +8,10 @@
 //! - only memberships the operator added are recorded (on the group, under `nebari.dev/added-members:<ns>/<app>`)
 //!   and only those are ever reverted: when the member leaves the spec, the group leaves the spec, or the app is
 //!   deleted. A group the app owns is deleted once it has no members left;
-//! - naming an existing group only to require it (`auth.groups` without members) changes nothing.
+//! - naming an existing group only to require it (`auth.groups` without members) changes nothing;
+//! - a group created for an app of another namespace is neither required nor filled (`GroupNotAllowed`,
+//!   without naming the other namespace): otherwise a tenant could create the group another tenant's gate
+//!   will ask for, before it asks, and put itself in it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::str::FromStr;
@@ -64,6 +67,61 @@ impl GroupPattern {
     }
 }
 
+/// The condition reason of every refusal to use a group.
+pub const GROUP_NOT_ALLOWED: &str = "GroupNotAllowed";
+
+/// Why an app may not use an existing group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GroupRefusal {
+    /// It was created for apps of another namespace (required or filled, it would let that namespace decide who
+    /// passes this app's gate).
+    OtherNamespace,
+    /// It is not the app's and the platform's `--keycloak-group-policy` does not name it for the namespace, so
+    /// the app may require it but not add members to it.
+    NotFillable,
+}
+
+impl GroupRefusal {
+    /// The message for the app's condition (naming no other tenant).
+    pub fn message(self, name: &str) -> String {
+        match self {
+            Self::OtherNamespace => format!(
+                "Keycloak group {name} belongs to another namespace: an app may require or fill only groups of its \
+                 own namespace and groups the platform provides; choose another name"
+            ),
+            Self::NotFillable => format!(
+                "Keycloak group {name} already exists and is not this app's: members can only be added to groups \
+                 the app created or that the platform allows (--keycloak-group-policy)"
+            ),
+        }
+    }
+}
+
+/// Whether the app `names` may require the existing `group` and, when `filling`, add members to it.
+pub fn access(group: &Group, names: &AppNames, patterns: &[GroupPattern], filling: bool) -> Result<(), GroupRefusal> {
+    let ours = format!("{}/", names.namespace);
+    let owners = group
+        .attributes
+        .get(OWNER_ATTRIBUTE)
+        .filter(|owners| !owners.is_empty());
+    if owners.is_some_and(|owners| !owners.iter().any(|owner| owner.starts_with(&ours))) {
+        return Err(GroupRefusal::OtherNamespace);
+    }
+    let allowed = owned_by(group, names) || patterns.iter().any(|p| p.matches(&names.namespace, &group.name));
+    if filling && !allowed {
+        return Err(GroupRefusal::NotFillable);
+    }
+    Ok(())
+}
+
+/// Whether the group records the app `names` among its owners.
+fn owned_by(group: &Group, names: &AppNames) -> bool {
+    group
+        .attributes
+        .get(OWNER_ATTRIBUTE)
+        .is_some_and(|owners| owners.iter().any(|o| *o == names.owner()))
+}
+
 /// The attribute recording the members this app added to a group.
 fn added_by(names: &AppNames) -> String {
     format!("nebari.dev/added-members:{}", names.owner())
@@ -106,10 +164,7 @@ impl<'a> AppGroups<'a> {
     }
 
     fn owns(&self, group: &Group) -> bool {
-        group
-            .attributes
-            .get(OWNER_ATTRIBUTE)
-            .is_some_and(|owners| owners.iter().any(|o| *o == self.names.owner()))
+        owned_by(group, self.names)
     }
 
     fn recorded(&self, group: &Group) -> BTreeSet<String> {
@@ -128,22 +183,16 @@ impl<'a> AppGroups<'a> {
         previous: &[String],
         patterns: &[GroupPattern],
     ) -> Result<GroupsSynced, NebariAppError> {
-        let namespace = &self.names.namespace;
         let mut groups = Vec::new();
         // First every check, so a refusal changes no membership.
         for (name, members) in wanted {
             let group = self.realm.find_top_level_group(name).await?;
             if let Some(group) = &group
-                && !members.is_empty()
-                && !self.owns(group)
-                && !patterns.iter().any(|p| p.matches(namespace, name))
+                && let Err(refusal) = access(group, self.names, patterns, !members.is_empty())
             {
                 return Err(NebariAppError::Refused {
-                    reason: "GroupNotAllowed",
-                    message: format!(
-                        "Keycloak group {name} already exists and is not this app's: members can only be added to \
-                         groups the app created or that the platform allows (--keycloak-group-policy)"
-                    ),
+                    reason: GROUP_NOT_ALLOWED,
+                    message: refusal.message(name),
                 });
             }
             groups.push((name, members, group));
@@ -265,5 +314,43 @@ mod tests {
         for bad in ["", "*", "**", " *** ", "{ns}-*", "a/b"] {
             assert!(bad.parse::<GroupPattern>().is_err(), "{bad:?}");
         }
+    }
+
+    fn group(name: &str, owners: &[&str]) -> Group {
+        let mut group = Group {
+            id: "id".into(),
+            name: name.into(),
+            ..Group::default()
+        };
+        if !owners.is_empty() {
+            let owners = owners.iter().map(|o| o.to_string()).collect();
+            group.attributes.insert(OWNER_ATTRIBUTE.to_string(), owners);
+        }
+        group
+    }
+
+    #[test]
+    fn a_group_of_another_namespace_is_neither_required_nor_filled_whatever_the_policy() {
+        let names = AppNames::new("shop", "web");
+        let theirs = group("shop-admins", &["evil/web"]);
+        let everything_of_shop = [pattern("shop-*")];
+        for filling in [false, true] {
+            assert_eq!(
+                access(&theirs, &names, &everything_of_shop, filling),
+                Err(GroupRefusal::OtherNamespace)
+            );
+        }
+        let neighbours = group("shop-admins", &["shop/other"]);
+        assert_eq!(
+            access(&neighbours, &names, &[], false),
+            Ok(()),
+            "required: same namespace"
+        );
+        assert_eq!(access(&neighbours, &names, &[], true), Err(GroupRefusal::NotFillable));
+        let platform = group("admin", &[]);
+        assert_eq!(access(&platform, &names, &[], false), Ok(()));
+        assert_eq!(access(&platform, &names, &[], true), Err(GroupRefusal::NotFillable));
+        assert_eq!(access(&platform, &names, &[pattern("admin")], true), Ok(()));
+        assert_eq!(access(&group("shop-web", &["shop/web"]), &names, &[], true), Ok(()));
     }
 }

@@ -21,13 +21,15 @@ use super::error::NebariAppError;
 use super::keycloak_groups::{self, AppGroups};
 use super::naming::AppNames;
 use super::oidc_secret::OidcSecretData;
-use super::security_policy::{GROUPS_CLAIM, callback_path, scopes};
+use super::security_policy::{GATEWAY_GROUP_MAPPER, GATEWAY_GROUPS_CLAIM, GROUPS_CLAIM, callback_path, scopes};
 use crate::keycloak::{Client, ClientSpec, ClientUpdate, Ensured, ProtocolMapper, RealmClient};
 
 /// Description put on client scopes the operator creates.
 const SCOPE_DESCRIPTION: &str = "Managed by nebari-operator";
 /// Name of the default groups mapper (created only when no mappers are configured and `groups` is requested).
 const GROUP_MAPPER: &str = "group-membership";
+/// The scope (and realm role) of offline tokens.
+const OFFLINE_ACCESS: &str = "offline_access";
 /// Name of the audience mapper that lets device-flow tokens reach the confidential client.
 const DEVICE_AUDIENCE_MAPPER: &str = "audience-confidential-client";
 /// Client attribute recording the app a Keycloak client belongs to (`<namespace>/<name>`). Client ids come from
@@ -262,6 +264,7 @@ impl Provisioning<'_> {
             )]),
             standard_flow: Some(true),
             enabled: Some(true),
+            full_scope_allowed: Some(false),
             ..Default::default()
         };
         let confidential = ensure_owned(
@@ -282,19 +285,36 @@ impl Provisioning<'_> {
         Ok((confidential, secret.expose_secret().to_string()))
     }
 
+    /// The `offline_access` role in the scope of `client` when the app asks for offline tokens: its clients do not
+    /// carry every role of the user (`fullScopeAllowed` off), so a role reaches their tokens only when asked for.
+    async fn offline_access(&self, client: &str) -> Result<(), NebariAppError> {
+        if self.scopes.iter().any(|scope| scope == OFFLINE_ACCESS) {
+            self.realm.ensure_realm_role_in_scope(client, OFFLINE_ACCESS).await?;
+        }
+        Ok(())
+    }
+
     /// The confidential client's default scopes and protocol mappers: the configured ones, else a groups mapper
-    /// when `groups` is requested; and whenever `auth.groups` are enforced at the gateway, a groups mapper unless
-    /// a configured one already writes the `groups` claim into access tokens (the gateway's rules match it).
+    /// when `groups` is requested; whenever `auth.groups` are enforced at the gateway, a groups mapper unless a
+    /// configured one already writes the `groups` claim into access tokens (apps enforced at the gateway have
+    /// always been given one), and the gateway's own mapper writing the group paths it admits by.
     async fn scopes_and_mappers(&self, client: &str) -> Result<(), NebariAppError> {
         let realm = &self.realm;
         realm
             .ensure_default_client_scopes(client, &self.scopes, Some(SCOPE_DESCRIPTION))
             .await?;
+        self.offline_access(client).await?;
         let configured = self
             .auth
             .keycloak_config
             .as_ref()
             .and_then(|k| k.protocol_mappers.as_ref());
+        let mut writes_groups = configured.iter().flat_map(|mappers| mappers.iter()).any(|m| {
+            let setting = |key: &str| m.config.as_ref().and_then(|c| c.get(key)).map(String::as_str);
+            m.protocol_mapper == "oidc-group-membership-mapper"
+                && setting("claim.name") == Some(GROUPS_CLAIM)
+                && setting("access.token.claim") != Some("false")
+        });
         match configured {
             Some(mappers) => {
                 for mapper in mappers {
@@ -311,21 +331,20 @@ impl Provisioning<'_> {
             None if self.scopes.iter().any(|s| s == "groups") => {
                 let mapper = ProtocolMapper::group_membership(GROUP_MAPPER, GROUPS_CLAIM, false);
                 realm.ensure_protocol_mapper(client, &mapper).await?;
-                return Ok(());
+                writes_groups = true;
             }
             None => {}
         }
         let enforced = self.auth.enforce_at_gateway && self.auth.groups.as_ref().is_some_and(|g| !g.is_empty());
-        let writes_groups = configured.iter().flat_map(|mappers| mappers.iter()).any(|m| {
-            let setting = |key: &str| m.config.as_ref().and_then(|c| c.get(key)).map(String::as_str);
-            m.protocol_mapper == "oidc-group-membership-mapper"
-                && setting("claim.name") == Some(GROUPS_CLAIM)
-                && setting("access.token.claim") != Some("false")
-        });
-        if enforced && !writes_groups {
+        if !enforced {
+            return Ok(());
+        }
+        if !writes_groups {
             let mapper = ProtocolMapper::group_membership(GROUP_MAPPER, GROUPS_CLAIM, false);
             realm.ensure_protocol_mapper(client, &mapper).await?;
         }
+        let gateway = ProtocolMapper::gateway_group_paths(GATEWAY_GROUP_MAPPER, GATEWAY_GROUPS_CLAIM);
+        realm.ensure_protocol_mapper(client, &gateway).await?;
         Ok(())
     }
 
@@ -358,6 +377,7 @@ impl Provisioning<'_> {
         let settled = ClientUpdate {
             redirect_uris: Some(uris),
             web_origins: Some(vec![base.clone()]),
+            full_scope_allowed: Some(false),
             ..Default::default()
         };
         ensure_owned(&self.realm, spec, settled, names, self.policy.adopt_unowned_clients).await?;
@@ -375,7 +395,10 @@ impl Provisioning<'_> {
         let device = ensure_owned(
             &self.realm,
             ClientSpec::device_flow(&device_id),
-            ClientUpdate::default(),
+            ClientUpdate {
+                full_scope_allowed: Some(false),
+                ..Default::default()
+            },
             self.names,
             self.policy.adopt_unowned_clients,
         )
@@ -384,6 +407,7 @@ impl Provisioning<'_> {
         self.realm
             .ensure_default_client_scopes(&device.id, &self.scopes, Some(SCOPE_DESCRIPTION))
             .await?;
+        self.offline_access(&device.id).await?;
         let mapper = ProtocolMapper::audience(DEVICE_AUDIENCE_MAPPER, audience);
         self.realm.ensure_protocol_mapper(&device.id, &mapper).await?;
         Ok(Some(device_id))
@@ -526,9 +550,17 @@ pub async fn delete_clients(
         delete_owned(&realm, custom, names, adopt).await?;
     }
     delete_owned(&realm, &names.keycloak_device_client(), names, adopt).await?;
+    // The groups the status remembers, and those the spec names: a pass that created groups and did not live to
+    // record them (a timeout, a crash) left them only in the spec. Reverting is safe for any name: only members
+    // this app recorded are removed, and only a group this app owns is deleted.
     let groups = AppGroups::new(&realm, names);
-    for group in status.iter().flat_map(|s| &s.keycloak_groups) {
-        groups.revert(group).await?;
+    let remembered = status.iter().flat_map(|s| s.keycloak_groups.iter().cloned());
+    let named = auth
+        .map(|auth| keycloak_groups::wanted(auth))
+        .unwrap_or_default()
+        .into_keys();
+    for group in remembered.chain(named).collect::<BTreeSet<String>>() {
+        groups.revert(&group).await?;
     }
     Ok(())
 }

@@ -15,8 +15,14 @@ use super::settings::NebariAppSettings;
 pub const DEFAULT_SCOPES: [&str; 3] = ["openid", "profile", "email"];
 /// The JWT provider authorization rules refer to: the realm, whose keys verify the forwarded access token.
 pub const JWT_PROVIDER: &str = "keycloak";
-/// The claim the groups mapper writes and the rules match.
+/// The claim the app's default groups mapper writes (plain group names, for the app to read).
 pub const GROUPS_CLAIM: &str = "groups";
+/// The claim the gateway admits `auth.groups` by: full group paths, written only by the operator's own mapper
+/// into access tokens. Matching one unambiguous form means a group whose name reads like another group's path,
+/// or a subgroup of the same name elsewhere in the realm, never passes for it.
+pub const GATEWAY_GROUPS_CLAIM: &str = "nebari_gateway_groups";
+/// The name of the operator's mapper on the app's client that writes [`GATEWAY_GROUPS_CLAIM`].
+pub const GATEWAY_GROUP_MAPPER: &str = "nebari-gateway-groups";
 /// Envoy Gateway accepts at most this many values per claim in one rule.
 const MAX_CLAIM_VALUES: usize = 16;
 /// Default callback path (Envoy Gateway's).
@@ -152,13 +158,10 @@ pub fn security_policy(
     }
 }
 
-/// Rules admitting members of any of `groups` (the token's `groups` claim holds a name, or a path when the
-/// realm's mapper writes full paths), denying everyone else.
+/// Rules admitting members of any of the top-level `groups` (the token's [`GATEWAY_GROUPS_CLAIM`] holds the
+/// group's path, `/<name>`), denying everyone else.
 pub fn group_authorization(groups: &[String]) -> Authorization {
-    let values: Vec<String> = groups
-        .iter()
-        .flat_map(|group| [group.clone(), format!("/{group}")])
-        .collect();
+    let values: Vec<String> = groups.iter().map(|group| format!("/{group}")).collect();
     let rules = values
         .chunks(MAX_CLAIM_VALUES)
         .enumerate()
@@ -169,7 +172,7 @@ pub fn group_authorization(groups: &[String]) -> Authorization {
                 jwt: JwtPrincipal {
                     provider: JWT_PROVIDER.to_string(),
                     claims: vec![JwtClaim {
-                        name: GROUPS_CLAIM.to_string(),
+                        name: GATEWAY_GROUPS_CLAIM.to_string(),
                         value_type: "StringArray".to_string(),
                         values: chunk.to_vec(),
                     }],
@@ -232,7 +235,7 @@ mod tests {
     fn listed_groups_are_enforced_on_the_verified_token_and_everyone_else_denied() {
         let open = policy(&auth(json!({"enabled": true})), &NebariAppSettings::example(), true);
         assert!(open["spec"].get("authorization").is_none(), "no groups, no rules");
-        let groups: Vec<String> = (0..9).map(|i| format!("g{i}")).collect();
+        let groups: Vec<String> = (0..18).map(|i| format!("g{i}")).collect();
         let value = policy(
             &auth(json!({"enabled": true, "groups": groups})),
             &NebariAppSettings::example(),
@@ -248,10 +251,10 @@ mod tests {
         let rules = spec["authorization"]["rules"].as_array().expect("rules");
         assert_eq!(rules.len(), 2, "18 values, at most 16 per rule");
         let claim = &rules[0]["principal"]["jwt"]["claims"][0];
-        assert_eq!(claim["name"], "groups");
+        assert_eq!(claim["name"], GATEWAY_GROUPS_CLAIM);
         assert_eq!(claim["valueType"], "StringArray");
-        assert_eq!(claim["values"][0], "g0");
-        assert_eq!(claim["values"][1], "/g0");
+        assert_eq!(claim["values"][0], "/g0", "one form only: the group's path");
+        assert_eq!(claim["values"][1], "/g1");
         assert_eq!(rules[0]["principal"]["jwt"]["provider"], "keycloak");
     }
 

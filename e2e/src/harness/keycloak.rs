@@ -222,6 +222,22 @@ impl TestRealm {
         (status, response.json().await.unwrap_or(Value::Null))
     }
 
+    /// An admin API call on this realm made with `token` (someone's access token) instead of the test's admin
+    /// login; the status Keycloak answers with.
+    pub async fn admin_status_with(&self, token: &str, method: Method, path: &str) -> u16 {
+        self.http
+            .request(
+                method,
+                format!("{}/admin/realms/{}{path}", self.endpoint.url, self.name),
+            )
+            .bearer_auth(token)
+            .send()
+            .await
+            .expect("Keycloak's admin API answers")
+            .status()
+            .as_u16()
+    }
+
     /// An admin API call on this realm (`path` relative to `/admin/realms/<realm>`).
     pub async fn admin(&self, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
         self.call(method, &format!("/admin/realms/{}{path}", self.name), body)

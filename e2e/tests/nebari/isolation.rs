@@ -228,6 +228,96 @@ async fn apps_whose_names_join_alike_get_their_own_listener_and_certificate_and_
 }
 
 #[tokio::test]
+async fn names_that_join_onto_a_platform_certificate_never_take_change_or_delete_it() {
+    let world = World::start(Setup {
+        cluster_issuer: true,
+        ..Setup::default()
+    })
+    .await;
+    // The platform's wildcard certificate and its issued Secret, made by the platform's own tooling.
+    let platform = json!({
+        "apiVersion": "cert-manager.io/v1", "kind": "Certificate",
+        "metadata": {"name": "nebari-gateway-cert", "namespace": GATEWAY_NAMESPACE},
+        "spec": {"secretName": "nebari-gateway-tls", "dnsNames": ["*.example.com"],
+                 "issuerRef": {"name": crate::support::CLUSTER_ISSUER, "kind": "ClusterIssuer"}},
+    });
+    world.cluster.kubectl().apply(&platform.to_string()).await;
+    standins::issue_certificate(&world.cluster.client(), GATEWAY_NAMESPACE, "nebari-gateway-cert")
+        .await
+        .expect("the platform's certificate is issued");
+    let before = world
+        .object(&certificates(), GATEWAY_NAMESPACE, "nebari-gateway-cert")
+        .await
+        .expect("the platform's Certificate");
+    let secrets: Api<Secret> = Api::namespaced(world.cluster.client(), GATEWAY_NAMESPACE);
+    let secret_before = secrets.get("nebari-gateway-tls").await.expect("the platform's Secret");
+
+    // A tenant namespace `gateway` with an app `nebari`: its certificate's name is the platform's.
+    let tenant = world.tenant("gateway").await;
+    let app = world.app_document_in(
+        "gateway",
+        "nebari",
+        json!({"hostname": "nebari.example.com", "routing": {}}),
+    );
+    tenant.apply(&app.to_string()).await;
+    let message = conditions::wait_for(
+        &world.apps_in("gateway"),
+        "nebari",
+        "TLSReady",
+        "False",
+        "NameConflict",
+        "",
+    )
+    .await;
+    assert!(message.contains("belongs to another owner"), "{message}");
+    let after = world
+        .object(&certificates(), GATEWAY_NAMESPACE, "nebari-gateway-cert")
+        .await
+        .expect("the platform's Certificate stays");
+    assert_eq!(
+        (
+            &after["metadata"]["labels"],
+            &after["metadata"]["annotations"],
+            &after["spec"]
+        ),
+        (
+            &before["metadata"]["labels"],
+            &before["metadata"]["annotations"],
+            &before["spec"]
+        ),
+        "not adopted, not rewritten"
+    );
+
+    // Deleting the app (with TLS, then without) leaves the platform's Certificate and its private key alone.
+    tenant
+        .run(&["delete", "nebariapp", "nebari", "-n", "gateway", "--wait=true"])
+        .await
+        .expect_success("delete the app");
+    let without_tls = world.app_document_in(
+        "gateway",
+        "nebari",
+        json!({"hostname": "nebari.example.com", "routing": {"tls": {"enabled": false}}}),
+    );
+    tenant.apply(&without_tls.to_string()).await;
+    conditions::wait_ready(&world.apps_in("gateway"), "nebari").await;
+    tenant
+        .run(&["delete", "nebariapp", "nebari", "-n", "gateway", "--wait=true"])
+        .await
+        .expect_success("delete the app");
+    assert!(
+        world
+            .object(&certificates(), GATEWAY_NAMESPACE, "nebari-gateway-cert")
+            .await
+            .is_some()
+    );
+    let secret_after = secrets
+        .get("nebari-gateway-tls")
+        .await
+        .expect("the platform's Secret stays");
+    assert_eq!(secret_after.metadata.uid, secret_before.metadata.uid);
+}
+
+#[tokio::test]
 async fn a_gateway_tls_secret_serves_only_the_namespaces_it_is_offered_to() {
     let world = World::start(Setup {
         cluster_issuer: true,
@@ -370,6 +460,68 @@ async fn token_shaping_beyond_the_platform_policy_is_refused_before_anything_is_
 }
 
 #[tokio::test]
+async fn no_mapper_an_app_configures_may_write_the_tokens_audience() {
+    use base64::Engine;
+
+    let world = World::start(Setup::default()).await;
+    world.keycloak.create_group("/victim-web").await;
+    world.keycloak.create_user("eve", &["/victim-web"]).await;
+    let aud_from_groups = json!({"name": "aud", "protocolMapper": "oidc-group-membership-mapper",
+                                 "config": {"claim.name": "aud", "full.path": "false", "access.token.claim": "true"}});
+    // A tenant asks for it with a mapper type the platform allows: refused before anything is provisioned.
+    let mallory = world.tenant("mallory").await;
+    let spec = json!({"hostname": "m.example.com", "routing": {}, "auth": {"enabled": true,
+                      "keycloakConfig": {"protocolMappers": [aud_from_groups.clone()]}}});
+    mallory
+        .apply(&world.app_document_in("mallory", "web", spec).to_string())
+        .await;
+    let message = conditions::wait_for(
+        &world.apps_in("mallory"),
+        "web",
+        "AuthReady",
+        "False",
+        "ProtocolMapperNotAllowed",
+        "",
+    )
+    .await;
+    assert_eq!(message, "protocol mapper aud: no mapper may write the claim aud");
+    assert!(world.keycloak_client("mallory-web").await.is_none());
+
+    // Why: on a client made by hand with that mapper, the real Keycloak puts the user's group names into the
+    // token's audience, so anyone who may name a group (a NebariApp creates them) mints tokens for another app.
+    let secret = "by-hand-client-secret-for-the-test";
+    let mut by_hand_mapper = aud_from_groups;
+    by_hand_mapper["protocol"] = json!("openid-connect");
+    world
+        .keycloak
+        .create_client(json!({"clientId": "by-hand", "secret": secret, "publicClient": false,
+                              "standardFlowEnabled": true, "redirectUris": ["https://by-hand.example.com/cb"],
+                              "protocolMappers": [by_hand_mapper]}))
+        .await;
+    let token = world
+        .keycloak
+        .browser_login("by-hand", secret, "eve")
+        .await
+        .expect("eve logs in");
+    let payload = token.split('.').nth(1).expect("a JWT");
+    let claims: serde_json::Value = serde_json::from_slice(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(payload)
+            .expect("payload"),
+    )
+    .expect("claims");
+    let audience: Vec<&str> = match &claims["aud"] {
+        serde_json::Value::String(one) => vec![one.as_str()],
+        serde_json::Value::Array(many) => many.iter().filter_map(|a| a.as_str()).collect(),
+        _ => Vec::new(),
+    };
+    assert!(
+        audience.contains(&"victim-web"),
+        "the token is addressed to the app the group is named after: {claims}"
+    );
+}
+
+#[tokio::test]
 async fn token_exchange_peers_are_the_same_namespace_unless_the_target_names_another() {
     let world = World::start(Setup {
         keycloak_v1: true,
@@ -480,6 +632,247 @@ async fn a_tenant_cannot_add_anyone_to_an_existing_realm_group() {
         world.keycloak.group_members("/admin").await,
         Some(vec!["root".to_string()])
     );
+}
+
+#[tokio::test]
+async fn a_group_another_namespace_created_first_neither_gates_nor_admits_here() {
+    let world = World::start(Setup::default()).await;
+    world.keycloak.create_user("mallory", &[]).await;
+    world.keycloak.create_user("bob", &[]).await;
+    let mallory = world.tenant("mallory").await;
+    // The attacker creates the group the victim's gate is going to ask for, and puts itself in it.
+    let preempt = json!({"hostname": "m.example.com", "routing": {}, "auth": {"enabled": true,
+                         "keycloakConfig": {"groups": [{"name": "shop-admins", "members": ["mallory"]}]}}});
+    mallory
+        .apply(&world.app_document_in("mallory", "web", preempt).to_string())
+        .await;
+    conditions::wait_ready(&world.apps_in("mallory"), "web").await;
+    let mallory_only = Some(vec!["mallory".to_string()]);
+    assert_eq!(world.keycloak.group_members("/shop-admins").await, mallory_only);
+
+    // The victim asks for it: refused, without learning who holds it, and not exposed behind a gate the
+    // attacker passes.
+    world
+        .apply_app(
+            "shop",
+            json!({"routing": {}, "auth": {"enabled": true, "groups": ["shop-admins"]}}),
+        )
+        .await;
+    let message = conditions::wait_for(&world.apps(), "shop", "AuthReady", "False", "GroupNotAllowed", "").await;
+    assert!(
+        message.starts_with("Keycloak group shop-admins belongs to another namespace"),
+        "{message}"
+    );
+    assert!(!message.contains("mallory"), "names no other tenant: {message}");
+    assert!(
+        world
+            .object(&http_routes(), &world.namespace, "shop-route")
+            .await
+            .is_none(),
+        "the app is not routed behind a gate the attacker passes"
+    );
+    // Nor can the victim's namespace fill it (an admin could have allowed `shop-*` by --keycloak-group-policy;
+    // a group of another namespace stays out of reach all the same).
+    world
+        .apply_app(
+            "shop",
+            json!({"routing": {}, "auth": {"enabled": true,
+                   "keycloakConfig": {"groups": [{"name": "shop-admins", "members": ["bob"]}]}}}),
+        )
+        .await;
+    conditions::wait_for(
+        &world.apps(),
+        "shop",
+        "AuthReady",
+        "False",
+        "GroupNotAllowed",
+        "belongs to another",
+    )
+    .await;
+    assert_eq!(world.keycloak.group_members("/shop-admins").await, mallory_only);
+}
+
+#[tokio::test]
+async fn a_group_named_like_another_groups_path_does_not_pass_its_gate() {
+    use base64::Engine;
+    use e2e::fixtures::gateway_authz::{Verdict, evaluate};
+    use reqwest::Method;
+
+    let world = World::start(Setup::default()).await;
+    let mallory_id = world.keycloak.create_user("mallory", &[]).await;
+    world.keycloak.create_user("alice", &[]).await;
+    // Through a NebariApp the look-alike name is refused at the door.
+    let mallory = world.tenant("mallory").await;
+    let look_alike = json!({"hostname": "m.example.com", "routing": {}, "auth": {"enabled": true,
+                            "keycloakConfig": {"groups": [{"name": "/shop-vip", "members": ["mallory"]}]}}});
+    let document = world.app_document_in("mallory", "web", look_alike).to_string();
+    let refusal = mallory
+        .run_with_stdin(&["apply", "-f", "-"], Some(&document))
+        .await
+        .expect_failure("a group name with '/'");
+    assert!(
+        refusal.contains("spec.auth.keycloakConfig.groups[0].name") && refusal.contains("^[^/]+$"),
+        "{refusal}"
+    );
+
+    // Made in the realm some other way (by hand, another tool), it still does not pass: the gateway admits by
+    // the group's path alone, and the look-alike's path is not the victim's group's.
+    let (status, body) = world
+        .keycloak
+        .admin(Method::POST, "/groups", Some(json!({"name": "/shop-vip"})))
+        .await;
+    assert_eq!(status, 201, "Keycloak takes a top-level group named /shop-vip: {body}");
+    let (status, found) = world
+        .keycloak
+        .admin(Method::GET, "/groups?search=shop-vip&briefRepresentation=false", None)
+        .await;
+    assert_eq!(status, 200, "{found}");
+    let look_alike_id = found
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|group| group["name"] == "/shop-vip")
+        .and_then(|group| group["id"].as_str())
+        .unwrap_or_else(|| panic!("the look-alike group is listed: {found}"))
+        .to_string();
+    let (status, body) = world
+        .keycloak
+        .admin(
+            Method::PUT,
+            &format!("/users/{mallory_id}/groups/{look_alike_id}"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 204, "mallory joins the look-alike: {body}");
+
+    world
+        .apply_app(
+            "shop",
+            json!({"routing": {}, "auth": {"enabled": true, "groups": ["shop-vip"],
+                   "keycloakConfig": {"groups": [{"name": "shop-vip", "members": ["alice"]}]}}}),
+        )
+        .await;
+    world.wait_ready("shop").await;
+    let policy = world
+        .object(&crate::support::security_policies(), &world.namespace, "shop-security")
+        .await
+        .expect("the SecurityPolicy");
+    let client = format!("{}-shop", world.namespace);
+    let secret = world
+        .secret_data("shop-oidc-client")
+        .await
+        .and_then(|d| d.get("client-secret").cloned())
+        .expect("shop's client secret");
+    let alice = world
+        .keycloak
+        .browser_login(&client, &secret, "alice")
+        .await
+        .expect("alice logs in");
+    assert_eq!(evaluate(&policy, &alice).await, Ok(Verdict::Allowed));
+    let token = world
+        .keycloak
+        .browser_login(&client, &secret, "mallory")
+        .await
+        .expect("mallory logs in");
+    let payload = token.split('.').nth(1).expect("a JWT");
+    let engine = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let claims: serde_json::Value = serde_json::from_slice(&engine.decode(payload).expect("payload")).expect("claims");
+    let holds = |claim: &str, value: &str| {
+        claims[claim]
+            .as_array()
+            .is_some_and(|values| values.iter().any(|v| v == value))
+    };
+    assert!(
+        holds("groups", "/shop-vip"),
+        "by plain names the look-alike reads as the victim's path (what a name-or-path match admitted): {claims}"
+    );
+    assert!(
+        !holds("nebari_gateway_groups", "/shop-vip"),
+        "by path it does not: {claims}"
+    );
+    assert_eq!(evaluate(&policy, &token).await, Ok(Verdict::Denied));
+}
+
+#[tokio::test]
+async fn a_realm_admins_login_to_a_tenant_app_hands_the_tenant_no_admin_power() {
+    use reqwest::Method;
+
+    let world = World::start(Setup::default()).await;
+    world.keycloak.create_user("root", &[]).await;
+    world
+        .keycloak
+        .grant_client_roles("root", "realm-management", &["realm-admin"])
+        .await;
+    world
+        .apply_app("web", json!({"routing": {}, "auth": {"enabled": true}}))
+        .await;
+    world.wait_ready("web").await;
+    let client_id = format!("{}-web", world.namespace);
+    let client = world.keycloak.client(&client_id).await.expect("the app's client");
+    assert_eq!(client["fullScopeAllowed"], false, "{client}");
+    let secret = world
+        .secret_data("web-oidc-client")
+        .await
+        .and_then(|d| d.get("client-secret").cloned())
+        .expect("web's client secret");
+    // The app (the tenant) receives the admin's access token at login; Keycloak's admin API refuses it.
+    let token = world
+        .keycloak
+        .browser_login(&client_id, &secret, "root")
+        .await
+        .expect("the admin logs in to the tenant's app");
+    assert_eq!(
+        world.keycloak.admin_status_with(&token, Method::GET, "/users").await,
+        403
+    );
+    // What the tenant held before: the same login to a client with Keycloak's default (full scope) is a token
+    // the admin API accepts.
+    let full_secret = "full-scope-client-secret-for-the-test";
+    world
+        .keycloak
+        .create_client(
+            json!({"clientId": "full-scope", "secret": full_secret, "publicClient": false,
+                              "standardFlowEnabled": true, "redirectUris": ["https://full.example.com/callback"]}),
+        )
+        .await;
+    let full = world
+        .keycloak
+        .browser_login("full-scope", full_secret, "root")
+        .await
+        .expect("the admin logs in to a full-scope client");
+    assert_eq!(
+        world.keycloak.admin_status_with(&full, Method::GET, "/users").await,
+        200
+    );
+
+    // Offline tokens only when asked: the role reaches the client's scope then, and not otherwise.
+    let offline_roles = |client_id: String| {
+        let keycloak = &world.keycloak;
+        async move {
+            let id = keycloak.client(&client_id).await.expect("the client")["id"]
+                .as_str()
+                .expect("an id")
+                .to_string();
+            let (status, roles) = keycloak
+                .admin(Method::GET, &format!("/clients/{id}/scope-mappings/realm"), None)
+                .await;
+            assert_eq!(status, 200, "{roles}");
+            roles
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|role| role["name"] == "offline_access")
+        }
+    };
+    assert!(!offline_roles(client_id.clone()).await);
+    world
+        .apply_app(
+            "cli",
+            json!({"routing": {}, "auth": {"enabled": true, "scopes": ["openid", "offline_access"]}}),
+        )
+        .await;
+    world.wait_ready("cli").await;
+    assert!(offline_roles(format!("{}-cli", world.namespace)).await);
 }
 
 #[tokio::test]

@@ -69,6 +69,26 @@ fn invalid_specs() -> Vec<(&'static str, serde_json::Value, &'static [&'static s
             &["spec.auth.denyRedirect[0].type", "Unsupported value"],
         ),
         (
+            "a group name that reads as a path",
+            json!({"auth": {"enabled": true, "groups": ["/shop-vip"]}}),
+            &["spec.auth.groups[0]", "should match '^[^/]+$'"],
+        ),
+        (
+            "generic-oidc issuer over http",
+            json!({"auth": {"enabled": true, "provider": "generic-oidc", "issuerURL": "http://idp.example.com"}}),
+            &["spec.auth.issuerURL", "should match '^https://'"],
+        ),
+        (
+            "a landing page icon that runs script",
+            json!({"landingPage": {"enabled": true, "displayName": "Web", "icon": "javascript:alert(1)"}}),
+            &["spec.landingPage.icon", "should match"],
+        ),
+        (
+            "a landing page link that runs script",
+            json!({"landingPage": {"enabled": true, "displayName": "Web", "externalUrl": "JavaScript:alert(1)"}}),
+            &["spec.landingPage.externalUrl", "should match '^https?://'"],
+        ),
+        (
             "landing page priority",
             json!({"landingPage": {"enabled": true, "displayName": "Web", "priority": 5000}}),
             &["spec.landingPage.priority"],
