@@ -1,4 +1,5 @@
-//! The `manager` binary: runs the operator's controllers, or prints its CRDs (`manager crds`).
+//! The `manager` binary: runs the operator's controllers, or prints its CRDs (`manager crds`), hands objects
+//! back to a replaced operator (`manager handback`) or checks a cut-over beforehand (`manager takeover-check`).
 
 use std::process::ExitCode;
 
@@ -29,6 +30,9 @@ fn main() -> ExitCode {
     }
     if let Some(Command::Handback { original }) = cli.command {
         return handback(original);
+    }
+    if let Some(Command::TakeoverCheck) = cli.command {
+        return takeover_check(&cli);
     }
     controllers::manager::logging::init(cli.run.log_format, &cli.run.log_level);
     for deprecation in &parsed.deprecations {
@@ -76,6 +80,37 @@ fn handback(original: controllers::manager::handback::Original) -> ExitCode {
         Err(error) => {
             eprintln!("manager handback: {error}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// `manager takeover-check`: prints what the controllers would refuse; exit status 1 when something would be.
+fn takeover_check(cli: &controllers::manager::cli::Cli) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("manager: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        let client = kube::Client::try_default().await.map_err(|e| e.to_string())?;
+        controllers::manager::takeover_check::check(client, cli)
+            .await
+            .map_err(|e| e.to_string())
+    });
+    match result {
+        Ok(findings) => {
+            print!("{}", controllers::manager::takeover_check::render(&findings));
+            if findings.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(error) => {
+            eprintln!("manager takeover-check: {error}");
+            ExitCode::from(2)
         }
     }
 }

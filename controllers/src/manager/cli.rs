@@ -68,6 +68,10 @@ pub enum Command {
         #[arg(value_enum)]
         original: super::handback::Original,
     },
+    /// Before a cut-over: list the objects the controllers, run with the same flags, would refuse, and the flag
+    /// that keeps each working. Reads the cluster (current kubeconfig) and Keycloak; changes nothing. Exits 1
+    /// when some object would be refused.
+    TakeoverCheck,
 }
 
 /// Log output format.

@@ -8,6 +8,7 @@ pub mod handback;
 pub mod legacy_env;
 pub mod logging;
 pub mod registry;
+pub mod takeover_check;
 
 use framework::admin::{self, AdminState};
 use framework::leader::{LeaderSettings, Leadership};

@@ -493,6 +493,22 @@ pub async fn run_manager_command(kubeconfig: &std::path::Path, args: &[&str]) ->
     String::from_utf8_lossy(&output.stdout).to_string()
 }
 
+/// Runs the manager binary once with `args` as the administrator of the cluster behind `kubeconfig`, whatever
+/// its exit status; returns the status code and what it printed (stdout, then stderr).
+pub async fn run_manager_command_status(kubeconfig: &std::path::Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let output = tokio::process::Command::new(manager_binary())
+        .args(args)
+        .env("KUBECONFIG", kubeconfig)
+        .output()
+        .await
+        .expect("run the manager binary");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).to_string(),
+        String::from_utf8_lossy(&output.stderr).to_string(),
+    )
+}
+
 /// Runs the shipped image's `/manager` once with `args` and no cluster (as user 65532, buildah's chroot isolation),
 /// for checks of the shipped binary itself; `dir` holds the container's storage. Returns whatever it did: the
 /// caller asserts the exit status.

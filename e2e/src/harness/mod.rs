@@ -25,5 +25,6 @@ pub use install::{OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, OperatorIdentity
 pub use kubectl::Kubectl;
 pub use manager::{
     Identity, Launcher, ManagerOptions, ManagerProcess, manager_binary, run_image_once, run_manager_command,
+    run_manager_command_status,
 };
 pub use wait::{Deadline, try_wait_until, wait_until};

@@ -21,5 +21,6 @@ mod public_routes;
 mod rbac;
 mod released_versions;
 mod routing;
+mod takeover_check;
 mod tls;
 mod validation;

@@ -241,6 +241,14 @@ impl World {
 
     /// Starts the manager running only the NebariApp controller.
     pub async fn start_manager(&mut self, cluster_issuer: bool) {
+        let args = self.manager_flags(cluster_issuer);
+        let watched = self.namespaced.then_some(NAMESPACED_INSTALL_NAMESPACE);
+        let options = ManagerOptions::controllers(&[CONTROLLER], watched, args);
+        self.manager = Some(ManagerProcess::start(&self.cluster, options).await);
+    }
+
+    /// The NebariApp flags the test's manager runs with (for subcommands that must see the same settings).
+    pub fn manager_flags(&self, cluster_issuer: bool) -> Vec<String> {
         let mut args = vec![
             format!("--keycloak-url={}", self.keycloak.url()),
             format!("--keycloak-realm={}", self.keycloak.realm()),
@@ -254,9 +262,7 @@ impl World {
             args.push(format!("--nebari-cluster-issuer={CLUSTER_ISSUER}"));
         }
         args.extend(self.manager_args.iter().cloned());
-        let watched = self.namespaced.then_some(NAMESPACED_INSTALL_NAMESPACE);
-        let options = ManagerOptions::controllers(&[CONTROLLER], watched, args);
-        self.manager = Some(ManagerProcess::start(&self.cluster, options).await);
+        args
     }
 
     /// The running manager.
