@@ -159,19 +159,16 @@ pub fn check(auth: &AuthConfig, names: &AppNames, policy: &KeycloakPolicy) -> Re
                 "only a group-membership mapper may write the claim {GROUPS_CLAIM}"
             )));
         }
-        match kind {
-            AUDIENCE_MAPPER => {
-                let client = config("included.client.audience").filter(|c| !c.is_empty());
-                let custom = config("included.custom.audience").filter(|c| !c.is_empty());
-                let own = |audience: Option<&str>| audience.is_none_or(|a| own_clients.iter().any(|c| c == a));
-                if (client.is_none() && custom.is_none()) || !own(client) || !own(custom) {
-                    return Err(refuse(format!(
-                        "an audience may only name this app's own clients ({})",
-                        own_clients.join(", ")
-                    )));
-                }
+        if kind == AUDIENCE_MAPPER {
+            let client = config("included.client.audience").filter(|c| !c.is_empty());
+            let custom = config("included.custom.audience").filter(|c| !c.is_empty());
+            let own = |audience: Option<&str>| audience.is_none_or(|a| own_clients.iter().any(|c| c == a));
+            if (client.is_none() && custom.is_none()) || !own(client) || !own(custom) {
+                return Err(refuse(format!(
+                    "an audience may only name this app's own clients ({})",
+                    own_clients.join(", ")
+                )));
             }
-            _ => {}
         }
     }
     Ok(())
