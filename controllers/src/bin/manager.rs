@@ -56,12 +56,8 @@ fn main() -> ExitCode {
 
 /// `manager handback <original>`: renames the finalizers and prints what it changed.
 fn handback(original: controllers::manager::handback::Original) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("manager: cannot start the async runtime: {error}");
-            return ExitCode::FAILURE;
-        }
+    let Some(runtime) = one_shot_runtime() else {
+        return ExitCode::FAILURE;
     };
     let result = runtime.block_on(async {
         let client = kube::Client::try_default().await.map_err(|e| e.to_string())?;
@@ -86,12 +82,8 @@ fn handback(original: controllers::manager::handback::Original) -> ExitCode {
 
 /// `manager takeover-check`: prints what the controllers would refuse; exit status 1 when something would be.
 fn takeover_check(cli: &controllers::manager::cli::Cli) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("manager: cannot start the async runtime: {error}");
-            return ExitCode::FAILURE;
-        }
+    let Some(runtime) = one_shot_runtime() else {
+        return ExitCode::FAILURE;
     };
     let result = runtime.block_on(async {
         let client = kube::Client::try_default().await.map_err(|e| e.to_string())?;
@@ -111,6 +103,17 @@ fn takeover_check(cli: &controllers::manager::cli::Cli) -> ExitCode {
         Err(error) => {
             eprintln!("manager takeover-check: {error}");
             ExitCode::from(2)
+        }
+    }
+}
+
+/// A single-threaded runtime for a subcommand that runs once; `None` (after saying why) when it cannot start.
+fn one_shot_runtime() -> Option<tokio::runtime::Runtime> {
+    match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => Some(runtime),
+        Err(error) => {
+            eprintln!("manager: cannot start the async runtime: {error}");
+            None
         }
     }
 }

@@ -479,18 +479,9 @@ impl Drop for ManagerProcess {
 /// behind `kubeconfig`; fails the test unless it succeeds, and returns what it printed. Asynchronous, because the
 /// API emulator serves from the test's own runtime.
 pub async fn run_manager_command(kubeconfig: &std::path::Path, args: &[&str]) -> String {
-    let output = tokio::process::Command::new(manager_binary())
-        .args(args)
-        .env("KUBECONFIG", kubeconfig)
-        .output()
-        .await
-        .expect("run the manager binary");
-    assert!(
-        output.status.success(),
-        "manager {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).to_string()
+    let (code, printed, errors) = run_manager_command_status(kubeconfig, args).await;
+    assert_eq!(code, Some(0), "manager {args:?}: {errors}");
+    printed
 }
 
 /// Runs the manager binary once with `args` as the administrator of the cluster behind `kubeconfig`, whatever
