@@ -78,9 +78,10 @@ where
 /// The NebariApps the NebariApp controller would refuse under `settings`.
 async fn nebari_apps(client: &kube::Client, settings: &NebariAppSettings) -> Result<Vec<Finding>, TakeoverCheckError> {
     let apps: Vec<NebariApp> = list_all(client, "NebariApps").await?;
-    let realm = match settings.keycloak_enabled && !apps.is_empty() {
-        true => Some(settings.keycloak.realm_client(client.clone(), None)?),
-        false => None,
+    let realm = if settings.keycloak_enabled && !apps.is_empty() {
+        Some(settings.keycloak.realm_client(client.clone(), None)?)
+    } else {
+        None
     };
     let mut findings = Vec::new();
     for app in &apps {

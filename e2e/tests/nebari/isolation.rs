@@ -461,8 +461,6 @@ async fn token_shaping_beyond_the_platform_policy_is_refused_before_anything_is_
 
 #[tokio::test]
 async fn no_mapper_an_app_configures_may_write_the_tokens_audience() {
-    use base64::Engine;
-
     let world = World::start(Setup::default()).await;
     world.keycloak.create_group("/victim-web").await;
     world.keycloak.create_user("eve", &["/victim-web"]).await;
@@ -503,13 +501,7 @@ async fn no_mapper_an_app_configures_may_write_the_tokens_audience() {
         .browser_login("by-hand", secret, "eve")
         .await
         .expect("eve logs in");
-    let payload = token.split('.').nth(1).expect("a JWT");
-    let claims: serde_json::Value = serde_json::from_slice(
-        &base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .decode(payload)
-            .expect("payload"),
-    )
-    .expect("claims");
+    let claims = crate::support::jwt_claims(&token);
     let audience: Vec<&str> = match &claims["aud"] {
         serde_json::Value::String(one) => vec![one.as_str()],
         serde_json::Value::Array(many) => many.iter().filter_map(|a| a.as_str()).collect(),
@@ -694,7 +686,6 @@ async fn a_group_another_namespace_created_first_neither_gates_nor_admits_here()
 
 #[tokio::test]
 async fn a_group_named_like_another_groups_path_does_not_pass_its_gate() {
-    use base64::Engine;
     use e2e::fixtures::gateway_authz::{Verdict, evaluate};
     use reqwest::Method;
 
@@ -758,11 +749,7 @@ async fn a_group_named_like_another_groups_path_does_not_pass_its_gate() {
         .await
         .expect("the SecurityPolicy");
     let client = format!("{}-shop", world.namespace);
-    let secret = world
-        .secret_data("shop-oidc-client")
-        .await
-        .and_then(|d| d.get("client-secret").cloned())
-        .expect("shop's client secret");
+    let secret = world.client_secret("shop").await;
     let alice = world
         .keycloak
         .browser_login(&client, &secret, "alice")
@@ -774,9 +761,7 @@ async fn a_group_named_like_another_groups_path_does_not_pass_its_gate() {
         .browser_login(&client, &secret, "mallory")
         .await
         .expect("mallory logs in");
-    let payload = token.split('.').nth(1).expect("a JWT");
-    let engine = base64::engine::general_purpose::URL_SAFE_NO_PAD;
-    let claims: serde_json::Value = serde_json::from_slice(&engine.decode(payload).expect("payload")).expect("claims");
+    let claims = crate::support::jwt_claims(&token);
     let holds = |claim: &str, value: &str| {
         claims[claim]
             .as_array()
@@ -810,11 +795,7 @@ async fn a_realm_admins_login_to_a_tenant_app_hands_the_tenant_no_admin_power() 
     let client_id = format!("{}-web", world.namespace);
     let client = world.keycloak.client(&client_id).await.expect("the app's client");
     assert_eq!(client["fullScopeAllowed"], false, "{client}");
-    let secret = world
-        .secret_data("web-oidc-client")
-        .await
-        .and_then(|d| d.get("client-secret").cloned())
-        .expect("web's client secret");
+    let secret = world.client_secret("web").await;
     // The app (the tenant) receives the admin's access token at login; Keycloak's admin API refuses it.
     let token = world
         .keycloak
@@ -899,11 +880,7 @@ async fn only_members_of_the_listed_groups_pass_the_gateway() {
         .expect("the SecurityPolicy");
     assert_eq!(policy["spec"]["authorization"]["defaultAction"], "Deny");
     let client = format!("{}-web", world.namespace);
-    let secret = world
-        .secret_data("web-oidc-client")
-        .await
-        .and_then(|d| d.get("client-secret").cloned())
-        .expect("web's client secret");
+    let secret = world.client_secret("web").await;
     let login = |user: &'static str| {
         let (client, secret) = (client.clone(), secret.clone());
         let keycloak = &world.keycloak;

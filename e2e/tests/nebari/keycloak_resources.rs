@@ -508,11 +508,7 @@ async fn on_a_keycloak_with_standard_token_exchange_peers_get_the_attribute_and_
     );
 
     // A real exchange: alice's token for web becomes a token for api.
-    let secret = world
-        .secret_data("web-oidc-client")
-        .await
-        .and_then(|d| d.get("client-secret").cloned())
-        .expect("web's client secret");
+    let secret = world.client_secret("web").await;
     let subject = world
         .keycloak
         .browser_login(&web, &secret, "alice")

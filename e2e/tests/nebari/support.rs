@@ -619,6 +619,14 @@ impl World {
         events::wait_for(&self.cluster.client(), &self.namespace, name, reason).await
     }
 
+    /// The client secret of the app `app`'s confidential client, from its OIDC Secret.
+    pub async fn client_secret(&self, app: &str) -> String {
+        self.secret_data(&format!("{app}-oidc-client"))
+            .await
+            .and_then(|d| d.get("client-secret").cloned())
+            .unwrap_or_else(|| panic!("{app}'s client secret"))
+    }
+
     /// The test's Keycloak realm.
     pub fn realm(&self) -> &str {
         self.keycloak.realm()
@@ -748,4 +756,14 @@ pub fn breakdown_delta(before: &BTreeMap<String, u64>, after: &BTreeMap<String, 
             (delta > 0).then(|| (k.clone(), delta))
         })
         .collect()
+}
+
+/// The claims of a JWT (its payload, decoded without verifying the signature).
+pub fn jwt_claims(token: &str) -> Value {
+    use base64::Engine;
+    let payload = token.split('.').nth(1).expect("a JWT");
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .expect("a base64url payload");
+    serde_json::from_slice(&bytes).expect("JSON claims")
 }
