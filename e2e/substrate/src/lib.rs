@@ -1,5 +1,6 @@
 //! The real components the end-to-end tests run on: a Kubernetes control plane (etcd, kube-apiserver,
-//! kube-controller-manager) and Keycloak, provisioned by `e2e/substrate/provision.sh` into a cache outside the
+//! kube-controller-manager), Keycloak, and the networking a NebariApp is served through (Envoy Gateway with
+//! Envoy, cert-manager), provisioned by `e2e/substrate/provision.sh` into a cache outside the
 //! checkout and started here as child processes of the test run.
 //!
 //! One process (`substrate run -- <command>`, the `substrate` binary) starts them once for a whole test run and
@@ -12,6 +13,7 @@ pub mod audit;
 mod cache;
 mod control_plane;
 mod keycloak;
+pub mod networking;
 mod pki;
 mod process;
 
@@ -22,6 +24,7 @@ use serde::{Deserialize, Serialize};
 pub use cache::{Provisioned, versions};
 pub use control_plane::{ControlPlane, client_for};
 pub use keycloak::{KeycloakFlavour, RealKeycloak};
+pub use networking::{NetworkingEndpoint, RealNetworking};
 pub use pki::ClusterCa;
 
 /// Environment variable naming the running substrate's description file (`substrate.json`).
@@ -120,6 +123,9 @@ pub struct Substrate {
     pub keycloak: Option<KeycloakEndpoint>,
     /// Keycloak with the v1 token-exchange and fine-grained-permissions preview features, when started.
     pub keycloak_v1: Option<KeycloakEndpoint>,
+    /// Envoy Gateway (with Envoy) and cert-manager on this control plane, when started.
+    #[serde(default)]
+    pub networking: Option<NetworkingEndpoint>,
 }
 
 impl Substrate {

@@ -10,7 +10,10 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use substrate::{ControlPlane, KeycloakFlavour, Provisioned, RealKeycloak, SUBSTRATE_ENV, Substrate, SubstrateError};
+use substrate::{
+    ControlPlane, KeycloakFlavour, Provisioned, RealKeycloak, RealNetworking, SUBSTRATE_ENV, Substrate, SubstrateError,
+    client_for,
+};
 
 #[derive(Parser)]
 #[command(about = "Run the real Kubernetes control plane and Keycloak for the end-to-end tests")]
@@ -41,6 +44,9 @@ struct Options {
     /// Which Keycloaks to start beside the control plane.
     #[arg(long, value_enum, default_value_t = Keycloaks::Both)]
     keycloak: Keycloaks,
+    /// Also start Envoy Gateway (which runs Envoy for each Gateway) and cert-manager on the control plane.
+    #[arg(long)]
+    networking: bool,
     /// Where state and logs go (default: a new directory under the system's temporary directory; kept when the
     /// command fails, removed when it succeeds).
     #[arg(long)]
@@ -59,6 +65,8 @@ enum Keycloaks {
 
 /// Everything started, kept alive until dropped.
 struct Running {
+    // Declared first so it stops before the control plane it watches (fields drop in declaration order).
+    networking: Option<RealNetworking>,
     control_plane: ControlPlane,
     keycloaks: Vec<RealKeycloak>,
     description: PathBuf,
@@ -97,6 +105,23 @@ async fn start(options: &Options, dir: &std::path::Path) -> Result<Running, Subs
             keycloak.endpoint().url
         );
     }
+    let networking = if options.networking {
+        let client = client_for(control_plane.admin_kubeconfig()).await?;
+        let networking = RealNetworking::start(
+            &binaries,
+            control_plane.admin_kubeconfig(),
+            &client,
+            &dir.join("networking"),
+        )
+        .await?;
+        eprintln!(
+            "[substrate] Envoy Gateway and cert-manager ready at {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
+        Some(networking)
+    } else {
+        None
+    };
     let endpoint = |i: usize| keycloaks.get(i).map(|k| k.endpoint().clone());
     let substrate = Substrate {
         admin_kubeconfig: control_plane.admin_kubeconfig().to_path_buf(),
@@ -108,6 +133,7 @@ async fn start(options: &Options, dir: &std::path::Path) -> Result<Running, Subs
         kubectl: binaries.kubectl()?,
         keycloak: endpoint(0),
         keycloak_v1: endpoint(1),
+        networking: networking.as_ref().map(|n| n.endpoint().clone()),
     };
     let description = dir.join("substrate.json");
     substrate.write(&description)?;
@@ -116,6 +142,7 @@ async fn start(options: &Options, dir: &std::path::Path) -> Result<Running, Subs
         started.elapsed().as_secs_f64()
     );
     Ok(Running {
+        networking,
         control_plane,
         keycloaks,
         description,
@@ -188,6 +215,9 @@ async fn main() -> ExitCode {
             let mut died = running.control_plane.check_running().err();
             for keycloak in &mut running.keycloaks {
                 died = died.or(keycloak.check_running().err());
+            }
+            if let Some(networking) = &mut running.networking {
+                died = died.or(networking.check_running().err());
             }
             if let Some(error) = died {
                 eprintln!("[substrate] a component stopped during the run: {error}");

@@ -120,6 +120,19 @@ impl ClusterCa {
     }
 }
 
+/// A self-signed CA certificate and key named `common_name`, for an issuer outside the cluster's own PKI (the CA
+/// ClusterIssuer cert-manager issues the gateway's certificates from).
+pub fn new_ca(common_name: &str) -> Result<KeyedCert, SubstrateError> {
+    let key = KeyPair::generate()?;
+    let mut params = ca_params();
+    params.distinguished_name = name(common_name);
+    let cert = params.self_signed(&key)?;
+    Ok(KeyedCert {
+        cert_pem: cert.pem(),
+        key_pem: key.serialize_pem(),
+    })
+}
+
 /// A kubeconfig for `server` that trusts `ca_pem` and authenticates with the client certificate `identity`,
 /// impersonating `(user, groups)` when given. Written as JSON, which kubectl and kube-rs read as YAML.
 pub fn kubeconfig(server: &str, ca_pem: &str, identity: &KeyedCert, impersonate: Option<(&str, &[&str])>) -> String {
