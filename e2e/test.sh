@@ -116,7 +116,7 @@ export E2E_AUTHZ_LOG_DIR="$build/authz-decisions"
 rm -rf "$E2E_AUTHZ_LOG_DIR"
 # One substrate for the run (its etcd, a shared control plane, both Keycloaks); each end-to-end test starts a
 # private control plane on it (E2E_CONTROL_PLANE=real), and the Keycloak client's `real` tests use the Keycloaks.
-"$build/debug/substrate" run --keycloak both -- env E2E_CONTROL_PLANE=real cargo nextest run --workspace --no-fail-fast
+"$build/debug/substrate" run --keycloak both --networking -- env E2E_CONTROL_PLANE=real cargo nextest run --workspace --no-fail-fast
 
 step "the API emulator's conformance suite on the emulator (the run above held the same assertions to kube-apiserver)"
 # Selected from the whole workspace, so the test binary is the one built above (building the package alone would

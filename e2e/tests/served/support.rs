@@ -1,0 +1,584 @@
+//! The world of one served test: a gateway namespace and an app namespace of its own on the shared control plane,
+//! the public Gateway (Envoy Gateway's GatewayClass) in it, a backend answering on this machine and reached
+//! through a Service with a hand-made EndpointSlice (no kubelet runs Pods here), and the manager.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::http::HeaderMap;
+use crds::nebari::NebariApp;
+use e2e::harness::keycloak::{Flavour, RealmSetup, TestRealm};
+use e2e::harness::{Deadline, ManagerOptions, ManagerProcess, TestCluster, conditions, wait_until};
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::{Namespace, Secret, Service, ServicePort, ServiceSpec};
+use k8s_openapi::api::discovery::v1::{Endpoint, EndpointPort, EndpointSlice};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::core::{DynamicObject, GroupVersionKind};
+use kube::discovery::ApiResource;
+use serde_json::{Value, json};
+use substrate::{NetworkingEndpoint, Substrate};
+
+/// The public shared Gateway's name (the operator's default).
+pub const PUBLIC_GATEWAY: &str = "nebari-gateway";
+/// The backend Service every app routes to, and its port.
+pub const SERVICE: &str = "web";
+/// See [`SERVICE`].
+pub const SERVICE_PORT: i32 = 8080;
+/// The Keycloak admin credentials Secret the manager reads, and its namespace.
+const ADMIN_SECRET: (&str, &str) = ("keycloak", "nebari-realm-admin-credentials");
+/// The ports the Gateway's Envoy binds on the machine.
+const GATEWAY_PORTS: [u16; 2] = [80, 443];
+
+/// What the backend saw of one request.
+#[derive(Clone, Debug)]
+pub struct Seen {
+    /// The request's path.
+    pub path: String,
+    /// Its headers.
+    pub headers: HeaderMap,
+}
+
+/// A backend on this machine: answers every request with a page naming the test, and records what it received.
+pub struct Backend {
+    /// The port it listens on (all addresses).
+    pub port: u16,
+    /// The page it serves.
+    pub page: String,
+    /// What it received.
+    pub seen: Arc<Mutex<Vec<Seen>>>,
+    _server: tokio::task::JoinHandle<()>,
+}
+
+impl Backend {
+    async fn start(page: String) -> Self {
+        let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
+        let (record, body) = (seen.clone(), page.clone());
+        let app = axum::Router::new().fallback(move |uri: axum::http::Uri, headers: HeaderMap| {
+            let (record, body) = (record.clone(), body.clone());
+            async move {
+                record.lock().unwrap_or_else(|p| p.into_inner()).push(Seen {
+                    path: uri.path().to_string(),
+                    headers,
+                });
+                axum::response::Html(body)
+            }
+        });
+        let listener = tokio::net::TcpListener::bind("0.0.0.0:0")
+            .await
+            .expect("bind the backend");
+        let port = listener.local_addr().expect("the backend's address").port();
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Backend {
+            port,
+            page,
+            seen,
+            _server: server,
+        }
+    }
+}
+
+/// One served test's world.
+pub struct World {
+    /// The manager; declared first so it is dropped (printing its log on failure) before the rest goes away.
+    pub manager: Option<ManagerProcess>,
+    /// The shared control plane.
+    pub cluster: TestCluster,
+    /// Envoy Gateway and cert-manager as the substrate started them.
+    pub networking: NetworkingEndpoint,
+    /// The namespace of the Gateway, the Certificates and their Secrets.
+    pub gateway_namespace: String,
+    /// The app namespace.
+    pub namespace: String,
+    /// A suffix unique to this test, in namespaces and hostnames.
+    pub suffix: String,
+    /// The backend.
+    pub backend: Backend,
+    /// A realm of the test's own on the run's Keycloak, for apps with auth.
+    pub keycloak: Option<TestRealm>,
+}
+
+fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
+    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
+}
+
+/// Gateways.
+pub fn gateways() -> ApiResource {
+    resource("gateway.networking.k8s.io", "v1", "Gateway", "gateways")
+}
+
+/// HTTPRoutes.
+pub fn http_routes() -> ApiResource {
+    resource("gateway.networking.k8s.io", "v1", "HTTPRoute", "httproutes")
+}
+
+/// cert-manager Certificates.
+pub fn certificates() -> ApiResource {
+    resource("cert-manager.io", "v1", "Certificate", "certificates")
+}
+
+/// This machine's address that other hosts would reach it on: the backend's endpoint (an EndpointSlice may not
+/// name a loopback address).
+fn machine_address() -> IpAddr {
+    let socket = UdpSocket::bind("0.0.0.0:0").expect("bind a UDP socket");
+    // Connecting a UDP socket sends nothing; it only picks the route and so the source address.
+    socket
+        .connect("192.0.2.1:9")
+        .expect("this machine has no route off loopback; the served tests need a non-loopback address");
+    let address = socket.local_addr().expect("the local address").ip();
+    assert!(
+        !address.is_loopback(),
+        "this machine's only address is loopback; the served tests need a non-loopback address for the backend"
+    );
+    address
+}
+
+/// Whether something accepts connections on `port` of loopback.
+fn listening(port: u16) -> bool {
+    TcpStream::connect_timeout(&SocketAddr::from(([127, 0, 0, 1], port)), Duration::from_millis(300)).is_ok()
+}
+
+/// Waits until no Envoy of an earlier test holds the Gateway ports (they share a port with a new one otherwise).
+async fn wait_ports_free(what: &str) {
+    wait_until(what, Deadline::secs(60), || async {
+        let busy: Vec<u16> = GATEWAY_PORTS.into_iter().filter(|p| listening(*p)).collect();
+        if busy.is_empty() {
+            Ok(Some(()))
+        } else {
+            Err(format!("ports {busy:?} still accept connections"))
+        }
+    })
+    .await
+}
+
+impl World {
+    /// Sets up a world: namespaces, the Gateway, the backend and its Service; with `keycloak`, a realm on the run's
+    /// Keycloak and the admin Secret the manager reads.
+    pub async fn start(keycloak: bool) -> World {
+        let substrate = Substrate::from_env().unwrap_or_else(|e| panic!("{e}"));
+        let networking = substrate.networking.clone().unwrap_or_else(|| {
+            panic!(
+                "the substrate runs without Envoy Gateway and cert-manager: start it with `substrate run --networking \
+                 -- …` (e2e/test.sh does)"
+            )
+        });
+        let cluster = TestCluster::on_substrate().await;
+        // A test that failed left its Gateway, and Envoy Gateway keeps its Envoy running: remove those first.
+        let all_gateways: Api<DynamicObject> = Api::all_with(cluster.client(), &gateways());
+        for gateway in all_gateways
+            .list(&Default::default())
+            .await
+            .expect("list Gateways")
+            .items
+        {
+            if gateway.data["spec"]["gatewayClassName"] == networking.gateway_class.as_str() {
+                let namespace = gateway.metadata.namespace.clone().unwrap_or_default();
+                let name = gateway.metadata.name.clone().unwrap_or_default();
+                let _ = Api::<DynamicObject>::namespaced_with(cluster.client(), &namespace, &gateways())
+                    .delete(&name, &DeleteParams::default())
+                    .await;
+            }
+        }
+        wait_ports_free("an earlier test's Envoy to release ports 80 and 443").await;
+        // Only this project's CRDs: the substrate installed the Gateway API, Envoy Gateway and cert-manager ones.
+        cluster.install_crds(&crds::all()).await;
+        let suffix = e2e::harness::cluster::unique_suffix();
+        let gateway_namespace = format!("gw-{suffix}");
+        let namespace = format!("team-{suffix}");
+        cluster.create_namespace_named(&gateway_namespace, &[]).await;
+        cluster
+            .create_namespace_named(&namespace, &[("nebari.dev/managed", "true")])
+            .await;
+        let backend = Backend::start(format!("<html><body>served backend {suffix}</body></html>")).await;
+        let keycloak = if keycloak {
+            let realm = e2e::harness::keycloak::unique_realm("served");
+            let admin_password = format!("served-{realm}");
+            Some(
+                TestRealm::create(RealmSetup {
+                    name: &realm,
+                    flavour: Flavour::Default,
+                    tls: None,
+                    admin_password: &admin_password,
+                })
+                .await,
+            )
+        } else {
+            None
+        };
+        let world = World {
+            manager: None,
+            cluster,
+            networking,
+            gateway_namespace,
+            namespace,
+            suffix,
+            backend,
+            keycloak,
+        };
+        world.write_admin_secret().await;
+        world.create_backend_service().await;
+        world.create_gateway().await;
+        world
+    }
+
+    /// Starts the manager running only the NebariApp controller, as its shipped ServiceAccount, with TLS from the
+    /// substrate's CA ClusterIssuer, and Keycloak when the world has a realm. The manager reaches Keycloak through
+    /// the realm's fault proxy; the gateway and the client reach Keycloak itself, whose URL is its tokens' issuer.
+    pub async fn start_manager(&mut self) {
+        let mut args = vec![
+            format!("--nebari-gateway-namespace={}", self.gateway_namespace),
+            format!("--nebari-cluster-issuer={}", self.networking.cluster_issuer),
+        ];
+        match &self.keycloak {
+            None => args.push("--keycloak-enabled=false".to_string()),
+            Some(realm) => args.extend([
+                format!("--keycloak-url={}", realm.url()),
+                format!("--keycloak-realm={}", realm.realm()),
+                format!("--keycloak-admin-secret-name={}", ADMIN_SECRET.1),
+                format!("--keycloak-admin-secret-namespace={}", ADMIN_SECRET.0),
+                // Envoy calls the token endpoint, which Envoy Gateway accepts only at a domain name (it makes a DNS
+                // cluster of it); the browser-facing endpoints stay at Keycloak's own URL, its cookies' host.
+                format!(
+                    "--keycloak-issuer-url={}",
+                    realm.direct_url().replace("127.0.0.1", "localhost")
+                ),
+                format!("--keycloak-external-url={}", realm.direct_url()),
+                "--keycloak-api-timeout-seconds=5".to_string(),
+            ]),
+        }
+        let options = ManagerOptions::controllers(&["nebariapp"], None, args);
+        self.manager = Some(ManagerProcess::start(&self.cluster, options).await);
+    }
+
+    /// The realm's administrator as the Secret the manager reads (its namespace made when missing).
+    async fn write_admin_secret(&self) {
+        let Some(realm) = &self.keycloak else { return };
+        let (namespace, name) = ADMIN_SECRET;
+        let body = Namespace {
+            metadata: ObjectMeta {
+                name: Some(namespace.into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        Api::<Namespace>::all(self.cluster.client())
+            .patch(namespace, &PatchParams::apply("e2e-served"), &Patch::Apply(&body))
+            .await
+            .expect("create the Keycloak admin Secret's namespace");
+        let (username, password) = realm.admin_credentials();
+        let secret = Secret {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some(namespace.into()),
+                ..Default::default()
+            },
+            data: Some(BTreeMap::from([
+                ("username".to_string(), ByteString(username.as_bytes().to_vec())),
+                ("password".to_string(), ByteString(password.as_bytes().to_vec())),
+            ])),
+            ..Default::default()
+        };
+        Api::<Secret>::namespaced(self.cluster.client(), namespace)
+            .patch(name, &PatchParams::apply("e2e-served").force(), &Patch::Apply(&secret))
+            .await
+            .expect("write the Keycloak admin Secret");
+    }
+
+    /// The public Gateway of Envoy Gateway's class, with a plain HTTP listener; the operator adds the apps' HTTPS
+    /// listeners.
+    async fn create_gateway(&self) {
+        let gateway = json!({
+            "apiVersion": "gateway.networking.k8s.io/v1",
+            "kind": "Gateway",
+            "metadata": {"name": PUBLIC_GATEWAY, "namespace": self.gateway_namespace},
+            "spec": {
+                "gatewayClassName": self.networking.gateway_class,
+                "listeners": [
+                    {"name": "http", "port": 80, "protocol": "HTTP", "allowedRoutes": {"namespaces": {"from": "All"}}},
+                ],
+            },
+        });
+        self.api(&gateways(), &self.gateway_namespace)
+            .patch(
+                PUBLIC_GATEWAY,
+                &PatchParams::apply("platform-admin"),
+                &Patch::Apply(&gateway),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("create Gateway {PUBLIC_GATEWAY}: {e}"));
+    }
+
+    /// The backend Service and, since no kubelet runs a Pod for it, an EndpointSlice naming the backend's address.
+    async fn create_backend_service(&self) {
+        let service = Service {
+            metadata: ObjectMeta {
+                name: Some(SERVICE.into()),
+                namespace: Some(self.namespace.clone()),
+                ..Default::default()
+            },
+            spec: Some(ServiceSpec {
+                ports: Some(vec![ServicePort {
+                    name: Some("http".into()),
+                    port: SERVICE_PORT,
+                    target_port: Some(IntOrString::Int(i32::from(self.backend.port))),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        Api::<Service>::namespaced(self.cluster.client(), &self.namespace)
+            .create(&PostParams::default(), &service)
+            .await
+            .expect("create the backend Service");
+        let slice = EndpointSlice {
+            metadata: ObjectMeta {
+                name: Some(format!("{SERVICE}-backend")),
+                namespace: Some(self.namespace.clone()),
+                labels: Some(BTreeMap::from([(
+                    "kubernetes.io/service-name".to_string(),
+                    SERVICE.to_string(),
+                )])),
+                ..Default::default()
+            },
+            address_type: "IPv4".into(),
+            endpoints: vec![Endpoint {
+                addresses: vec![machine_address().to_string()],
+                ..Default::default()
+            }],
+            ports: Some(vec![EndpointPort {
+                name: Some("http".into()),
+                port: Some(i32::from(self.backend.port)),
+                protocol: Some("TCP".into()),
+                ..Default::default()
+            }]),
+        };
+        Api::<EndpointSlice>::namespaced(self.cluster.client(), &self.namespace)
+            .create(&PostParams::default(), &slice)
+            .await
+            .expect("create the backend's EndpointSlice");
+    }
+
+    /// A dynamic API for `resource` in `namespace`.
+    pub fn api(&self, resource: &ApiResource, namespace: &str) -> Api<DynamicObject> {
+        Api::namespaced_with(self.cluster.client(), namespace, resource)
+    }
+
+    /// The NebariApps of the app namespace.
+    pub fn apps(&self) -> Api<NebariApp> {
+        Api::namespaced(self.cluster.client(), &self.namespace)
+    }
+
+    /// The hostname of app `name`: unique to this test, resolved by the client, never by DNS.
+    pub fn hostname(&self, name: &str) -> String {
+        format!("{name}.{}.served.test", self.suffix)
+    }
+
+    /// Applies NebariApp `name` routing to the backend, with `spec` merged over the hostname and service.
+    pub async fn apply_app(&self, name: &str, spec: Value) {
+        let mut full = json!({
+            "hostname": self.hostname(name),
+            "service": {"name": SERVICE, "port": SERVICE_PORT},
+        });
+        if let (Some(full), Some(extra)) = (full.as_object_mut(), spec.as_object()) {
+            for (key, value) in extra {
+                full.insert(key.clone(), value.clone());
+            }
+        }
+        let app = json!({
+            "apiVersion": "reconcilers.nebari.dev/v1",
+            "kind": "NebariApp",
+            "metadata": {"name": name, "namespace": self.namespace},
+            "spec": full,
+        });
+        self.cluster.kubectl().apply(&app.to_string()).await;
+    }
+
+    /// Waits (a real issuance and a real translation take seconds) until app `name` is Ready; returns it.
+    pub async fn wait_app_ready(&self, name: &str) -> NebariApp {
+        let apps = self.apps();
+        wait_until(&format!("NebariApp {name} Ready"), Deadline::secs(120), || {
+            let apps = apps.clone();
+            async move {
+                let app = apps.get(name).await.map_err(|e| e.to_string())?;
+                if conditions::is_ready(&app) {
+                    Ok(Some(app))
+                } else {
+                    Err(format!("{:?}", app.status.as_ref().map(|s| &s.conditions)))
+                }
+            }
+        })
+        .await
+    }
+
+    /// An HTTPS client that reaches `hostname` at this machine's Envoy and trusts only the substrate's issuer CA.
+    pub fn https_client(&self, hostname: &str) -> reqwest::Client {
+        self.client_builder(hostname).build().expect("an HTTPS client")
+    }
+
+    /// A client for [`Visit`]: as [`Self::https_client`], but redirects are the visit's to follow.
+    pub fn visiting_client(&self, hostname: &str) -> reqwest::Client {
+        self.client_builder(hostname)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .expect("a client for visits")
+    }
+
+    fn client_builder(&self, hostname: &str) -> reqwest::ClientBuilder {
+        let ca = std::fs::read(&self.networking.issuer_ca_cert).expect("read the issuer's CA");
+        reqwest::Client::builder()
+            .tls_built_in_root_certs(false)
+            .add_root_certificate(reqwest::Certificate::from_pem(&ca).expect("the issuer's CA is PEM"))
+            .resolve(hostname, SocketAddr::from(([127, 0, 0, 1], 443)))
+            .timeout(Duration::from_secs(10))
+    }
+
+    /// Deletes the test's apps, then its Gateway, and waits until Envoy Gateway has stopped the Gateway's Envoy, so
+    /// the next test finds the ports free. Called at the end of every test.
+    pub async fn finish(mut self) {
+        let apps = self.apps();
+        for app in apps.list(&Default::default()).await.expect("list the apps").items {
+            let name = app.metadata.name.clone().unwrap_or_default();
+            let _ = apps.delete(&name, &DeleteParams::default()).await;
+            wait_until(&format!("NebariApp {name} gone"), Deadline::secs(60), || {
+                let apps = apps.clone();
+                let name = name.clone();
+                async move {
+                    match apps.get_opt(&name).await {
+                        Ok(None) => Ok(Some(())),
+                        Ok(Some(_)) => Err("still there".to_string()),
+                        Err(e) => Err(e.to_string()),
+                    }
+                }
+            })
+            .await;
+        }
+        self.manager.take();
+        let _ = self
+            .api(&gateways(), &self.gateway_namespace)
+            .delete(PUBLIC_GATEWAY, &DeleteParams::default())
+            .await;
+        wait_ports_free("Envoy Gateway to stop the Gateway's Envoy").await;
+        for namespace in [&self.namespace, &self.gateway_namespace] {
+            let _ = Api::<Namespace>::all(self.cluster.client())
+                .delete(namespace, &DeleteParams::default())
+                .await;
+        }
+    }
+}
+
+/// One person's visit, as a browser makes it for these flows: follows redirects (each hop recorded), keeps the
+/// cookies each host sets and sends them back to that host, and submits Keycloak's login form.
+pub struct Visit {
+    client: reqwest::Client,
+    /// Cookies by host, `name=value` by name.
+    cookies: BTreeMap<String, BTreeMap<String, String>>,
+    /// Every URL requested, in order.
+    pub hops: Vec<String>,
+}
+
+/// The last response of a visit's navigation.
+#[derive(Debug)]
+pub struct Landed {
+    /// Its URL.
+    pub url: String,
+    /// Its status.
+    pub status: u16,
+    /// Its body.
+    pub body: String,
+}
+
+impl Visit {
+    /// A visit with no cookies, through `client` (one from [`World::visiting_client`]).
+    pub fn new(client: reqwest::Client) -> Self {
+        Visit {
+            client,
+            cookies: BTreeMap::new(),
+            hops: Vec::new(),
+        }
+    }
+
+    /// Opens `url` and follows redirects until a page answers.
+    pub async fn open(&mut self, url: &str) -> Landed {
+        self.navigate(reqwest::Method::GET, url, None).await
+    }
+
+    /// Submits the Keycloak login form on `page` as `username` (password from the realm's convention) and follows
+    /// redirects until a page answers.
+    pub async fn log_in(&mut self, page: &Landed, username: &str) -> Landed {
+        let action = page
+            .body
+            .split("id=\"kc-form-login\"")
+            .nth(1)
+            .and_then(|rest| rest.split("action=\"").nth(1))
+            .and_then(|rest| rest.split('"').next())
+            .map(|action| action.replace("&amp;", "&"))
+            .unwrap_or_else(|| panic!("no Keycloak login form at {}: {}", page.url, page.body));
+        let password = e2e::harness::keycloak::password_of(username);
+        let form = vec![
+            ("username".to_string(), username.to_string()),
+            ("password".to_string(), password),
+            ("credentialId".to_string(), String::new()),
+        ];
+        self.navigate(reqwest::Method::POST, &action, Some(form)).await
+    }
+
+    async fn navigate(&mut self, method: reqwest::Method, url: &str, form: Option<Vec<(String, String)>>) -> Landed {
+        let (mut method, mut url, mut form) = (method, url.to_string(), form);
+        for _ in 0..10 {
+            self.hops.push(url.clone());
+            let parsed = url::Url::parse(&url).unwrap_or_else(|e| panic!("{url}: {e}"));
+            let host = parsed.host_str().unwrap_or_default().to_string();
+            let mut request = self.client.request(method.clone(), parsed.clone());
+            if let Some(jar) = self.cookies.get(&host).filter(|jar| !jar.is_empty()) {
+                let header = jar
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                request = request.header(reqwest::header::COOKIE, header);
+            }
+            if let Some(fields) = form.take() {
+                request = request.form(&fields);
+            }
+            let response = request.send().await.unwrap_or_else(|e| panic!("{method} {url}: {e:?}"));
+            let jar = self.cookies.entry(host).or_default();
+            for set in response.headers().get_all(reqwest::header::SET_COOKIE) {
+                let Some((name, value)) = set
+                    .to_str()
+                    .ok()
+                    .and_then(|s| s.split(';').next())
+                    .and_then(|p| p.split_once('='))
+                else {
+                    continue;
+                };
+                jar.insert(name.trim().to_string(), value.trim().to_string());
+            }
+            let status = response.status();
+            if status.is_redirection() {
+                let location = response
+                    .headers()
+                    .get(reqwest::header::LOCATION)
+                    .and_then(|l| l.to_str().ok())
+                    .unwrap_or_else(|| panic!("{status} from {url} without a Location"));
+                url = parsed
+                    .join(location)
+                    .unwrap_or_else(|e| panic!("{location}: {e}"))
+                    .to_string();
+                method = reqwest::Method::GET;
+                continue;
+            }
+            let body = response.text().await.unwrap_or_default();
+            return Landed {
+                url,
+                status: status.as_u16(),
+                body,
+            };
+        }
+        panic!("more than 10 redirects: {:?}", self.hops)
+    }
+}
