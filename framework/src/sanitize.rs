@@ -19,7 +19,7 @@ const SECRET_KEYS: &str = r"(?:password|passwd|secret|client_secret|token|access
 static URL_USERINFO: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@").expect("static regex is valid"));
 static AUTH_HEADER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(?i)\b(bearer|basic)\s+[^\s,;"']{8,}|\b(token)\s+[A-Za-z0-9._~+/=-]{8,}"#)
+    Regex::new(r#"(?i)\b(bearer|basic)\s+[^\s,;"']{8,}|\b(token)\s+([A-Za-z0-9._~+/=-]{8,})"#)
         .expect("static regex is valid")
 });
 static JSON_FIELD: LazyLock<Regex> = LazyLock::new(|| {
@@ -56,7 +56,13 @@ static LONG_OPAQUE: LazyLock<Regex> =
 /// Identifiers that are not secret (UUIDs, 32-hex Keystone ids, names) are kept so messages stay useful.
 pub fn sanitize(text: &str) -> String {
     let text = URL_USERINFO.replace_all(text, "${1}");
-    let text = AUTH_HEADER.replace_all(&text, format!("${{1}}${{2}} {REDACTED}"));
+    let text = AUTH_HEADER.replace_all(&text, |caps: &regex::Captures<'_>| match (caps.get(1), caps.get(2)) {
+        (Some(scheme), _) => format!("{} {REDACTED}", scheme.as_str()),
+        // `token endpoint`, `token exchange`: prose, not a credential.
+        (None, Some(_)) if is_word(&caps[3]) => caps[0].to_string(),
+        (None, Some(word)) => format!("{} {REDACTED}", word.as_str()),
+        (None, None) => caps[0].to_string(),
+    });
     let text = SECRET_HEADER.replace_all(&text, format!("${{1}}${{2}}{REDACTED}"));
     let text = JSON_FIELD.replace_all(&text, format!("${{1}}\"{REDACTED}\""));
     let text = KEY_VALUE.replace_all(&text, format!("${{1}}{REDACTED}"));
@@ -83,6 +89,14 @@ fn looks_random(run: &str) -> bool {
     let lower = letters - upper;
     let digit = run.chars().any(|c| c.is_ascii_digit());
     run.contains(['+', '=']) || (upper > 0 && lower > 0 && (digit || upper * 4 >= letters))
+}
+
+/// Whether what follows `token` is an ordinary word (Envoy Gateway writes "token endpoint URL must be…"): letters
+/// only, lower case after the first, shorter than any token scheme's value. Anything with a digit, a symbol or
+/// mixed case is treated as the credential it may be.
+fn is_word(value: &str) -> bool {
+    let mut chars = value.chars();
+    value.len() < 20 && chars.next().is_some_and(|c| c.is_ascii_alphabetic()) && chars.all(|c| c.is_ascii_lowercase())
 }
 
 /// Renders a URL for messages: scheme, host, port and path only (no userinfo, query or fragment).
@@ -125,6 +139,26 @@ mod tests {
     fn strips_bearer_and_basic_credentials() {
         let out = sanitize("sent Authorization: Bearer eyJhbGciOiJSUzI1NiJ9.abc.def and Basic dXNlcjpwYXNz");
         assert!(!out.contains("eyJhbGci") && !out.contains("dXNlcjpwYXNz"), "{out}");
+    }
+
+    #[test]
+    fn keeps_words_after_token_but_strips_token_credentials() {
+        // Envoy Gateway's verdict on an OIDC policy, as the operator relays it.
+        let verdict = "Invalid: OIDC: token endpoint URL must be a domain name: http://127.0.0.1:8080/token";
+        assert_eq!(sanitize(verdict), verdict);
+        assert_eq!(
+            sanitize("standard token exchange is off"),
+            "standard token exchange is off"
+        );
+        for secret in [
+            "9944b09199c62bcf9418ad846dd0e4bbdfc6ee4b",
+            "abcdEFGHijklMNOP",
+            "gAAAAABk-1xyz",
+            "abcdefghijklmnopqrstu",
+        ] {
+            let out = sanitize(&format!("Authorization failed for token {secret}"));
+            assert!(!out.contains(secret), "{out}");
+        }
     }
 
     #[test]
