@@ -9,4 +9,5 @@
 mod support;
 
 mod auth;
+mod lifecycle;
 mod tls;
