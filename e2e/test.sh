@@ -84,7 +84,15 @@ e2e/keystone/install.sh "$tools/keystone-venv"
 # The real substrate: etcd, kube-apiserver and kube-controller-manager built from their Go modules, kubectl and
 # Gateway API's CRDs, Keycloak from Maven Central (a first run builds for about 5 minutes; later runs reuse the
 # cache outside the checkout).
-substrate_cache=$(e2e/substrate/provision.sh | tail -n 1)
+substrate_cache=$(e2e/substrate/provision.sh --without-networking | tail -n 1)
+# Envoy Gateway and cert-manager (8 minutes of Go build on a fresh machine) build while cargo does: the release
+# build's single-unit link-time optimisation leaves a core idle for part of its run. Waited on before the tests.
+networking_log="$build/provision-networking.log"
+mkdir -p "$build"
+# A session of its own, so a failing step stops the whole build (go and its compilers) with it.
+setsid e2e/substrate/provision.sh --networking-only >"$networking_log" 2>&1 &
+networking_provision=$!
+trap 'kill -- -"$networking_provision" 2>/dev/null || true' EXIT
 if ! command -v kubectl >/dev/null; then
   echo "kubectl not on PATH: using the provisioned kubectl $("$substrate_cache/kubectl/kubectl" version --client | head -n 1)"
   export PATH="$substrate_cache/kubectl:$PATH"
@@ -110,6 +118,12 @@ export E2E_IMAGE_ARCHIVE="$build/image/platform-operator.tar"
 e2e/image.sh "$E2E_IMAGE_ARCHIVE"
 
 step "tests"
+if ! wait "$networking_provision"; then
+  cat "$networking_log" >&2
+  echo "error: provisioning Envoy Gateway, cert-manager and Envoy failed (above)" >&2
+  exit 1
+fi
+tail -n 3 "$networking_log" | grep -v '^/' || true
 # Every API emulator and every private real control plane writes its authorization decisions here, for the RBAC
 # coverage check below.
 export E2E_AUTHZ_LOG_DIR="$build/authz-decisions"

@@ -19,8 +19,9 @@
 # Cache: $PLATFORM_OPERATOR_CACHE, else $XDG_CACHE_HOME/platform-operator, else ~/.cache/platform-operator.
 # Clear it with `rm -rf` on that directory (the Go module and build caches are Go's own: `go clean -cache -modcache`).
 #
-# Usage: e2e/substrate/provision.sh [--print-cache-dir | --keycloak-only]
-# (`--keycloak-only`: only Keycloak, what the sandbox needs; about 30 s instead of minutes.)
+# Usage: e2e/substrate/provision.sh [--print-cache-dir | --keycloak-only | --without-networking | --networking-only]
+# (`--keycloak-only`: only Keycloak, what the sandbox needs; about 30 s instead of minutes. `--without-networking`
+# and `--networking-only` split the work so e2e/test.sh can build Envoy Gateway and cert-manager while cargo builds.)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=versions.env
@@ -29,13 +30,19 @@ here=$(cd "$(dirname "$0")" && pwd)
 cache_root="${PLATFORM_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/platform-operator}"
 cache="$cache_root/substrate"
 if [ "${1:-}" = "--print-cache-dir" ]; then echo "$cache"; exit 0; fi
-everything=true
-if [ "${1:-}" = "--keycloak-only" ]; then everything=false; fi
-mkdir -p "$cache"
-
 say() { printf '[substrate] %s\n' "$*" >&2; }
 fail() { printf '[substrate] error: %s\n' "$*" >&2; exit 1; }
 elapsed() { echo "$(( $(date +%s) - $1 ))s"; }
+
+control_plane=true networking=true keycloak=true
+case "${1:-}" in
+  "") ;;
+  --keycloak-only) control_plane=false networking=false ;;
+  --without-networking) networking=false ;;
+  --networking-only) control_plane=false keycloak=false ;;
+  *) fail "unknown option ${1}; see the usage at the top of $0" ;;
+esac
+mkdir -p "$cache"
 
 # One provisioning at a time: two test runs starting together must not build into the same directory.
 exec 9>"$cache/.lock"
@@ -44,7 +51,7 @@ if ! flock -n 9; then
   flock 9
 fi
 
-if "$everything"; then
+if "$control_plane"; then
 # --- etcd, kube-apiserver, kube-controller-manager -------------------------------------------------------------
 go_key=$( (cat "$here/go.mod" "$here/go.sum"; echo "$KUBERNETES_VERSION $ETCD_VERSION") | sha256sum | cut -c1-16)
 kube_dir="$cache/kubernetes-$KUBERNETES_VERSION-etcd-$ETCD_VERSION-$go_key"
@@ -146,6 +153,9 @@ else
 fi
 ln -sfn "$(basename "$gwapi_dir")" "$cache/gateway-api"
 
+fi
+
+if "$networking"; then
 # --- Envoy Gateway, cert-manager's controllers, Envoy ----------------------------------------------------------
 # Built from e2e/networking's go.mod (Envoy Gateway's own main through a `tool` line; cert-manager's controllers
 # through the project's small main, since cert-manager's is not a fetchable module). CRDs come from the same
@@ -222,6 +232,7 @@ ln -sfn "$(basename "$envoy_dir")" "$cache/envoy"
 
 fi
 
+if "$keycloak"; then
 # --- Keycloak --------------------------------------------------------------------------------------------------
 java_home=""
 for candidate in /usr/lib/jvm/temurin-25-jdk-amd64 /usr/lib/jvm/temurin-25-jdk /usr/lib/jvm/java-21-openjdk-amd64 /usr/lib/jvm/java-17-openjdk-amd64; do
@@ -264,5 +275,6 @@ else
 fi
 ln -sfn "$(basename "$keycloak_dir")" "$cache/keycloak"
 echo "$java_home" > "$cache/java-home"
+fi
 
 echo "$cache"
