@@ -9,5 +9,6 @@
 mod support;
 
 mod auth;
+mod isolation;
 mod lifecycle;
 mod tls;

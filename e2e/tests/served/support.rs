@@ -100,6 +100,8 @@ pub struct World {
     pub backend: Backend,
     /// A realm of the test's own on the run's Keycloak, for apps with auth.
     pub keycloak: Option<TestRealm>,
+    /// Namespaces of other tenants ([`World::tenant`]), removed with the world.
+    tenants: Mutex<Vec<String>>,
 }
 
 fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
@@ -218,6 +220,7 @@ impl World {
             suffix,
             backend,
             keycloak,
+            tenants: Mutex::default(),
         };
         world.write_admin_secret().await;
         world.create_backend_service().await;
@@ -312,33 +315,53 @@ impl World {
             .unwrap_or_else(|e| panic!("create Gateway {PUBLIC_GATEWAY}: {e}"));
     }
 
-    /// The backend Service and, since no kubelet runs a Pod for it, an EndpointSlice naming the backend's address.
+    /// Another tenant: namespace `<prefix>-<suffix>` opted in, with a backend of its own behind its `web` Service.
+    pub async fn tenant(&self, prefix: &str) -> (String, Backend) {
+        let namespace = format!("{prefix}-{}", self.suffix);
+        self.cluster
+            .create_namespace_named(&namespace, &[("nebari.dev/managed", "true")])
+            .await;
+        self.tenants
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(namespace.clone());
+        let backend = Backend::start(format!("<html><body>{namespace}'s backend</body></html>")).await;
+        self.create_backend_service_in(&namespace, backend.port).await;
+        (namespace, backend)
+    }
+
     async fn create_backend_service(&self) {
+        self.create_backend_service_in(&self.namespace, self.backend.port).await;
+    }
+
+    /// The backend Service of `namespace` and, since no kubelet runs a Pod for it, an EndpointSlice naming the
+    /// backend at `port` of this machine.
+    async fn create_backend_service_in(&self, namespace: &str, port: u16) {
         let service = Service {
             metadata: ObjectMeta {
                 name: Some(SERVICE.into()),
-                namespace: Some(self.namespace.clone()),
+                namespace: Some(namespace.to_string()),
                 ..Default::default()
             },
             spec: Some(ServiceSpec {
                 ports: Some(vec![ServicePort {
                     name: Some("http".into()),
                     port: SERVICE_PORT,
-                    target_port: Some(IntOrString::Int(i32::from(self.backend.port))),
+                    target_port: Some(IntOrString::Int(i32::from(port))),
                     ..Default::default()
                 }]),
                 ..Default::default()
             }),
             ..Default::default()
         };
-        Api::<Service>::namespaced(self.cluster.client(), &self.namespace)
+        Api::<Service>::namespaced(self.cluster.client(), namespace)
             .create(&PostParams::default(), &service)
             .await
             .expect("create the backend Service");
         let slice = EndpointSlice {
             metadata: ObjectMeta {
                 name: Some(format!("{SERVICE}-backend")),
-                namespace: Some(self.namespace.clone()),
+                namespace: Some(namespace.to_string()),
                 labels: Some(BTreeMap::from([(
                     "kubernetes.io/service-name".to_string(),
                     SERVICE.to_string(),
@@ -352,12 +375,12 @@ impl World {
             }],
             ports: Some(vec![EndpointPort {
                 name: Some("http".into()),
-                port: Some(i32::from(self.backend.port)),
+                port: Some(i32::from(port)),
                 protocol: Some("TCP".into()),
                 ..Default::default()
             }]),
         };
-        Api::<EndpointSlice>::namespaced(self.cluster.client(), &self.namespace)
+        Api::<EndpointSlice>::namespaced(self.cluster.client(), namespace)
             .create(&PostParams::default(), &slice)
             .await
             .expect("create the backend's EndpointSlice");
@@ -380,6 +403,11 @@ impl World {
 
     /// Applies NebariApp `name` routing to the backend, with `spec` merged over the hostname and service.
     pub async fn apply_app(&self, name: &str, spec: Value) {
+        self.apply_app_in(&self.namespace, name, spec).await;
+    }
+
+    /// [`Self::apply_app`] in `namespace`.
+    pub async fn apply_app_in(&self, namespace: &str, name: &str, spec: Value) {
         let mut full = json!({
             "hostname": self.hostname(name),
             "service": {"name": SERVICE, "port": SERVICE_PORT},
@@ -392,7 +420,7 @@ impl World {
         let app = json!({
             "apiVersion": "reconcilers.nebari.dev/v1",
             "kind": "NebariApp",
-            "metadata": {"name": name, "namespace": self.namespace},
+            "metadata": {"name": name, "namespace": namespace},
             "spec": full,
         });
         self.cluster.kubectl().apply(&app.to_string()).await;
@@ -440,22 +468,26 @@ impl World {
     /// Deletes the test's apps, then its Gateway, and waits until Envoy Gateway has stopped the Gateway's Envoy, so
     /// the next test finds the ports free. Called at the end of every test.
     pub async fn finish(mut self) {
-        let apps = self.apps();
-        for app in apps.list(&Default::default()).await.expect("list the apps").items {
-            let name = app.metadata.name.clone().unwrap_or_default();
-            let _ = apps.delete(&name, &DeleteParams::default()).await;
-            wait_until(&format!("NebariApp {name} gone"), Deadline::secs(60), || {
-                let apps = apps.clone();
-                let name = name.clone();
-                async move {
-                    match apps.get_opt(&name).await {
-                        Ok(None) => Ok(Some(())),
-                        Ok(Some(_)) => Err("still there".to_string()),
-                        Err(e) => Err(e.to_string()),
+        let tenants = self.tenants.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let namespaces: Vec<String> = std::iter::once(self.namespace.clone()).chain(tenants).collect();
+        for namespace in &namespaces {
+            let apps: Api<NebariApp> = Api::namespaced(self.cluster.client(), namespace);
+            for app in apps.list(&Default::default()).await.expect("list the apps").items {
+                let name = app.metadata.name.clone().unwrap_or_default();
+                let _ = apps.delete(&name, &DeleteParams::default()).await;
+                wait_until(&format!("NebariApp {name} gone"), Deadline::secs(60), || {
+                    let apps = apps.clone();
+                    let name = name.clone();
+                    async move {
+                        match apps.get_opt(&name).await {
+                            Ok(None) => Ok(Some(())),
+                            Ok(Some(_)) => Err("still there".to_string()),
+                            Err(e) => Err(e.to_string()),
+                        }
                     }
-                }
-            })
-            .await;
+                })
+                .await;
+            }
         }
         self.manager.take();
         let _ = self
@@ -463,7 +495,7 @@ impl World {
             .delete(PUBLIC_GATEWAY, &DeleteParams::default())
             .await;
         wait_ports_free("Envoy Gateway to stop the Gateway's Envoy").await;
-        for namespace in [&self.namespace, &self.gateway_namespace] {
+        for namespace in namespaces.iter().chain([&self.gateway_namespace]) {
             let _ = Api::<Namespace>::all(self.cluster.client())
                 .delete(namespace, &DeleteParams::default())
                 .await;
