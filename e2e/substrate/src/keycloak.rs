@@ -71,26 +71,9 @@ impl RealKeycloak {
         let mut process = Supervised::spawn(&format!("Keycloak ({})", flavour.copy()), command, &log)?;
 
         let health = format!("http://127.0.0.1:{management_port}/health/ready");
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(5))
-            .build()
-            .map_err(|e| SubstrateError::Io {
-                what: "build an HTTP client".into(),
-                source: std::io::Error::other(e),
-            })?;
         // A cold JVM on 2 cores takes its time.
-        let limit = Duration::from_secs(240);
         process
-            .wait_ready(limit, Duration::from_millis(500), || {
-                let (http, health) = (&http, &health);
-                async move {
-                    match http.get(health).send().await {
-                        Ok(response) if response.status().is_success() => Ok(()),
-                        Ok(response) => Err(format!("{} from {health}", response.status())),
-                        Err(error) => Err(error.to_string()),
-                    }
-                }
-            })
+            .wait_http_ok(&health, Duration::from_secs(240), Duration::from_millis(500))
             .await?;
         Ok(RealKeycloak {
             process,

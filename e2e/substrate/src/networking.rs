@@ -68,6 +68,18 @@ fn api(client: &kube::Client, group: &str, version: &str, kind: &str, plural: &s
     Api::all_with(client.clone(), &resource)
 }
 
+/// Server-side applies `object` as `name` through `api`, taking over any field another manager set.
+async fn apply<K, B>(api: &Api<K>, name: &str, body: &B, what: &str) -> Result<(), SubstrateError>
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    B: Serialize + std::fmt::Debug,
+{
+    api.patch(name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(body))
+        .await
+        .map(|_| ())
+        .map_err(kube_error(what))
+}
+
 fn kube_error(what: &str) -> impl FnOnce(kube::Error) -> SubstrateError + '_ {
     move |error| SubstrateError::Io {
         what: what.to_string(),
@@ -99,10 +111,13 @@ impl RealNetworking {
                 },
                 ..Default::default()
             };
-            Api::<Namespace>::all(client.clone())
-                .patch(namespace, &PatchParams::apply(FIELD_MANAGER), &Patch::Apply(&body))
-                .await
-                .map_err(kube_error("create a namespace for Envoy Gateway or cert-manager"))?;
+            apply(
+                &Api::<Namespace>::all(client.clone()),
+                namespace,
+                &body,
+                "create a namespace for Envoy Gateway or cert-manager",
+            )
+            .await?;
         }
 
         let cert_manager_log = dir.join("cert-manager.log");
@@ -129,24 +144,12 @@ impl RealNetworking {
             .env("KUBECONFIG", kubeconfig)
             .env("ENVOY_GATEWAY_NAMESPACE", ENVOY_GATEWAY_NAMESPACE);
         let mut envoy_gateway = Supervised::spawn("Envoy Gateway", command, &envoy_gateway_log)?;
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(5))
-            .build()
-            .map_err(|e| SubstrateError::Io {
-                what: "build an HTTP client".into(),
-                source: std::io::Error::other(e),
-            })?;
         envoy_gateway
-            .wait_ready(Duration::from_secs(120), Duration::from_millis(250), || {
-                let http = &http;
-                async move {
-                    match http.get(ENVOY_GATEWAY_READYZ).send().await {
-                        Ok(response) if response.status().is_success() => Ok(()),
-                        Ok(response) => Err(format!("{} from {ENVOY_GATEWAY_READYZ}", response.status())),
-                        Err(error) => Err(error.to_string()),
-                    }
-                }
-            })
+            .wait_http_ok(
+                ENVOY_GATEWAY_READYZ,
+                Duration::from_secs(120),
+                Duration::from_millis(250),
+            )
             .await?;
 
         let gateway_classes = api(
@@ -162,10 +165,7 @@ impl RealNetworking {
             "metadata": {"name": GATEWAY_CLASS},
             "spec": {"controllerName": CONTROLLER_NAME},
         });
-        gateway_classes
-            .patch(GATEWAY_CLASS, &PatchParams::apply(FIELD_MANAGER), &Patch::Apply(&class))
-            .await
-            .map_err(kube_error("create the GatewayClass"))?;
+        apply(&gateway_classes, GATEWAY_CLASS, &class, "create the GatewayClass").await?;
         envoy_gateway
             .wait_ready(Duration::from_secs(60), Duration::from_millis(250), || {
                 condition_true(&gateway_classes, GATEWAY_CLASS, "Accepted")
@@ -257,28 +257,26 @@ async fn create_cluster_issuer(client: &kube::Client, ca_file: &Path) -> Result<
         ),
         ..Default::default()
     };
-    Api::<Secret>::namespaced(client.clone(), CERT_MANAGER_NAMESPACE)
-        .patch(
-            CLUSTER_ISSUER,
-            &PatchParams::apply(FIELD_MANAGER).force(),
-            &Patch::Apply(&secret),
-        )
-        .await
-        .map_err(kube_error("store the issuer's CA"))?;
+    apply(
+        &Api::<Secret>::namespaced(client.clone(), CERT_MANAGER_NAMESPACE),
+        CLUSTER_ISSUER,
+        &secret,
+        "store the issuer's CA",
+    )
+    .await?;
     let issuer = json!({
         "apiVersion": "cert-manager.io/v1",
         "kind": "ClusterIssuer",
         "metadata": {"name": CLUSTER_ISSUER},
         "spec": {"ca": {"secretName": CLUSTER_ISSUER}},
     });
-    api(client, "cert-manager.io", "v1", "ClusterIssuer", "clusterissuers")
-        .patch(
-            CLUSTER_ISSUER,
-            &PatchParams::apply(FIELD_MANAGER).force(),
-            &Patch::Apply(&issuer),
-        )
-        .await
-        .map_err(kube_error("create the CA ClusterIssuer"))?;
+    apply(
+        &api(client, "cert-manager.io", "v1", "ClusterIssuer", "clusterissuers"),
+        CLUSTER_ISSUER,
+        &issuer,
+        "create the CA ClusterIssuer",
+    )
+    .await?;
     Ok(())
 }
 
@@ -338,14 +336,13 @@ async fn prepare_envoy_gateway(
             data: Some(data),
             ..Default::default()
         };
-        secrets
-            .patch(
-                component,
-                &PatchParams::apply(FIELD_MANAGER).force(),
-                &Patch::Apply(&secret),
-            )
-            .await
-            .map_err(kube_error("store Envoy Gateway's certificates as Secrets"))?;
+        apply(
+            &secrets,
+            component,
+            &secret,
+            "store Envoy Gateway's certificates as Secrets",
+        )
+        .await?;
     }
     Ok(())
 }

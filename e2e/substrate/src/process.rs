@@ -103,6 +103,29 @@ impl Supervised {
         }
     }
 
+    /// Polls `url` every `interval` until it answers a success status; fails when the component exits or `limit`
+    /// passes (a component's health or readiness endpoint).
+    pub async fn wait_http_ok(&mut self, url: &str, limit: Duration, interval: Duration) -> Result<(), SubstrateError> {
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(5))
+            .build()
+            .map_err(|e| SubstrateError::Io {
+                what: "build an HTTP client".into(),
+                source: std::io::Error::other(e),
+            })?;
+        self.wait_ready(limit, interval, || {
+            let http = &http;
+            async move {
+                match http.get(url).send().await {
+                    Ok(response) if response.status().is_success() => Ok(()),
+                    Ok(response) => Err(format!("{} from {url}", response.status())),
+                    Err(error) => Err(error.to_string()),
+                }
+            }
+        })
+        .await
+    }
+
     /// Stops the process group: SIGTERM, then SIGKILL after `grace`.
     pub fn stop(&mut self, grace: Duration) {
         if !matches!(self.child.try_wait(), Ok(None)) {

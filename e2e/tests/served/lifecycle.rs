@@ -20,6 +20,17 @@ async fn anonymous(client: &reqwest::Client, url: &str) -> Result<u16, String> {
         .map_err(|e| format!("{e:?}"))
 }
 
+/// Waits until an anonymous GET of `url` answers 200 (Envoy applies a change a moment after it is accepted).
+async fn wait_anonymous_ok(client: &reqwest::Client, url: &str, what: &str) {
+    wait_until(what, Deadline::secs(60), || async move {
+        match anonymous(client, url).await {
+            Ok(200) => Ok(Some(())),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn public_paths_open_auth_off_lets_anyone_in_and_deleting_the_app_stops_the_hostname() {
     let mut world = World::start(true).await;
@@ -40,16 +51,7 @@ async fn public_paths_open_auth_off_lets_anyone_in_and_deleting_the_app_stops_th
 
     // The public path answers without a login; the app's own paths send the visitor to Keycloak; a path the app
     // does not route is not found.
-    wait_until("the public path served", Deadline::secs(60), || {
-        let (client, url) = (client.clone(), format!("{base}/health"));
-        async move {
-            match anonymous(&client, &url).await {
-                Ok(200) => Ok(Some(())),
-                other => Err(format!("{other:?}")),
-            }
-        }
-    })
-    .await;
+    wait_anonymous_ok(&client, &format!("{base}/health"), "the public path served").await;
     let mut visitor = Visit::new(client.clone());
     let login = visitor.open(&format!("{base}/app/page")).await;
     assert!(
@@ -61,18 +63,10 @@ async fn public_paths_open_auth_off_lets_anyone_in_and_deleting_the_app_stops_th
 
     // Auth off: an anonymous visitor reaches the app.
     world.apply_app("docs", json!({"routing": routing})).await;
-    wait_until(
+    wait_anonymous_ok(
+        &client,
+        &format!("{base}/app/page"),
         "an anonymous visitor let in after auth is turned off",
-        Deadline::secs(60),
-        || {
-            let (client, url) = (client.clone(), format!("{base}/app/page"));
-            async move {
-                match anonymous(&client, &url).await {
-                    Ok(200) => Ok(Some(())),
-                    other => Err(format!("{other:?}")),
-                }
-            }
-        },
     )
     .await;
     let seen = world.backend.seen.lock().unwrap_or_else(|p| p.into_inner()).clone();
