@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use crds::nebari::NebariApp;
 use e2e::fixtures::envoy_gateway::EnvoyGateway;
+pub use e2e::fixtures::kinds::{certificates, gateways, http_routes, security_policies};
 use e2e::fixtures::{standins, third_party_crds};
 use e2e::harness::keycloak::{Flavour, RealmSetup, TestRealm};
 use e2e::harness::kubectl::Kubectl;
@@ -16,7 +17,7 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{Namespace, Secret, Service};
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
-use kube::core::{DynamicObject, GroupVersionKind};
+use kube::core::DynamicObject;
 use kube::discovery::ApiResource;
 use serde_json::{Value, json};
 
@@ -110,38 +111,9 @@ pub struct World {
     pub ca_pem: Option<String>,
 }
 
-fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
-    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
-}
-
-/// HTTPRoutes.
-pub fn http_routes() -> ApiResource {
-    resource("gateway.networking.k8s.io", "v1", "HTTPRoute", "httproutes")
-}
-
-/// Envoy Gateway SecurityPolicies.
-pub fn security_policies() -> ApiResource {
-    resource(
-        "gateway.envoyproxy.io",
-        "v1alpha1",
-        "SecurityPolicy",
-        "securitypolicies",
-    )
-}
-
-/// cert-manager Certificates.
-pub fn certificates() -> ApiResource {
-    resource("cert-manager.io", "v1", "Certificate", "certificates")
-}
-
 /// Secrets (as JSON, for [`World::wait_object`]).
 pub fn secrets() -> ApiResource {
-    resource("", "v1", "Secret", "secrets")
-}
-
-/// Gateway API Gateways.
-pub fn gateways() -> ApiResource {
-    resource("gateway.networking.k8s.io", "v1", "Gateway", "gateways")
+    ApiResource::erase::<Secret>(&())
 }
 
 /// A shared Gateway with the platform's `http` and `https` listeners.

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use axum::http::HeaderMap;
 use crds::nebari::NebariApp;
+pub use e2e::fixtures::kinds::{certificates, gateways, http_routes};
 use e2e::harness::keycloak::{Flavour, RealmSetup, TestRealm};
 use e2e::harness::{Deadline, ManagerOptions, ManagerProcess, TestCluster, conditions, wait_until};
 use k8s_openapi::ByteString;
@@ -16,7 +17,7 @@ use k8s_openapi::api::core::v1::{Namespace, Secret, Service, ServicePort, Servic
 use k8s_openapi::api::discovery::v1::{Endpoint, EndpointPort, EndpointSlice};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
-use kube::core::{DynamicObject, GroupVersionKind};
+use kube::core::DynamicObject;
 use kube::discovery::ApiResource;
 use serde_json::{Value, json};
 use substrate::{NetworkingEndpoint, Substrate};
@@ -102,25 +103,6 @@ pub struct World {
     pub keycloak: Option<TestRealm>,
     /// Namespaces of other tenants ([`World::tenant`]), removed with the world.
     tenants: Mutex<Vec<String>>,
-}
-
-fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
-    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
-}
-
-/// Gateways.
-pub fn gateways() -> ApiResource {
-    resource("gateway.networking.k8s.io", "v1", "Gateway", "gateways")
-}
-
-/// HTTPRoutes.
-pub fn http_routes() -> ApiResource {
-    resource("gateway.networking.k8s.io", "v1", "HTTPRoute", "httproutes")
-}
-
-/// cert-manager Certificates.
-pub fn certificates() -> ApiResource {
-    resource("cert-manager.io", "v1", "Certificate", "certificates")
 }
 
 /// This machine's address that other hosts would reach it on: the backend's endpoint (an EndpointSlice may not
