@@ -92,20 +92,17 @@ async fn start(options: &Options, dir: &std::path::Path) -> Result<Running, Subs
             .map(|flavour| RealKeycloak::start(&binaries, *flavour, &keycloak_dir)),
     );
     let control_plane_dir = dir.join("control-plane");
-    let (control_plane, keycloaks) = futures::try_join!(ControlPlane::start(&binaries, &control_plane_dir), keycloaks)?;
-    eprintln!(
-        "[substrate] control plane ready in {:.1} s at {}",
-        control_plane.startup().as_secs_f64(),
-        control_plane.url()
-    );
-    for keycloak in &keycloaks {
+    // Envoy Gateway and cert-manager need only the control plane: they start while the JVMs still do.
+    let control_plane_and_networking = async {
+        let control_plane = ControlPlane::start(&binaries, &control_plane_dir).await?;
         eprintln!(
-            "[substrate] Keycloak ready in {:.1} s at {}",
-            keycloak.startup().as_secs_f64(),
-            keycloak.endpoint().url
+            "[substrate] control plane ready in {:.1} s at {}",
+            control_plane.startup().as_secs_f64(),
+            control_plane.url()
         );
-    }
-    let networking = if options.networking {
+        if !options.networking {
+            return Ok((control_plane, None));
+        }
         let client = client_for(control_plane.admin_kubeconfig()).await?;
         let networking = RealNetworking::start(
             &binaries,
@@ -118,10 +115,16 @@ async fn start(options: &Options, dir: &std::path::Path) -> Result<Running, Subs
             "[substrate] Envoy Gateway and cert-manager ready at {:.1} s",
             started.elapsed().as_secs_f64()
         );
-        Some(networking)
-    } else {
-        None
+        Ok::<_, SubstrateError>((control_plane, Some(networking)))
     };
+    let ((control_plane, networking), keycloaks) = futures::try_join!(control_plane_and_networking, keycloaks)?;
+    for keycloak in &keycloaks {
+        eprintln!(
+            "[substrate] Keycloak ready in {:.1} s at {}",
+            keycloak.startup().as_secs_f64(),
+            keycloak.endpoint().url
+        );
+    }
     let endpoint = |i: usize| keycloaks.get(i).map(|k| k.endpoint().clone());
     let substrate = Substrate {
         admin_kubeconfig: control_plane.admin_kubeconfig().to_path_buf(),
