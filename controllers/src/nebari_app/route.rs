@@ -21,6 +21,7 @@ use serde_json::Value;
 use super::acceptance::{self, Verdict};
 use super::error::NebariAppError;
 use super::reconcile::Pass;
+use super::security_policy::{LOGOUT_PATH, callback_path};
 use super::status::ROUTING_READY;
 
 /// Annotation telling whether the route's listener terminates TLS.
@@ -119,12 +120,43 @@ fn timeouts(routing: Option<&RoutingConfig>) -> Option<HttpRouteRulesTimeouts> {
 
 /// The main route `<app>-route`: the app's path rules (PathPrefix by default; all paths without rules), with the
 /// user's annotations and the operator's `nebari.dev/tls-enabled` on top.
+///
+/// With auth at the gateway, the rules also match the OIDC callback and logout paths when the app's own rules do
+/// not: Envoy Gateway runs the OIDC filter only on the routes its policy targets, so a callback no rule matches is
+/// a 404 and nobody can finish signing in (found on the real Envoy Gateway; the original left this to the user).
 pub fn main_route(app: &NebariApp, name: String, attachment: &Attachment) -> HttpRoute {
     let routing = app.spec.routing.as_ref();
     let mut annotations = routing.and_then(|r| r.annotations.clone()).unwrap_or_default();
     annotations.insert(TLS_ENABLED_ANNOTATION.to_string(), attachment.tls.to_string());
-    let route_matches = matches(routing.and_then(|r| r.routes.as_deref()), PathType::PathPrefix);
+    let mut rules: Option<Vec<RouteMatch>> = routing.and_then(|r| r.routes.clone()).filter(|r| !r.is_empty());
+    if let (Some(rules), Some(auth)) = (
+        rules.as_mut(),
+        app.spec.auth.as_ref().filter(|_| auth_enforced(&app.spec)),
+    ) {
+        for path in [callback_path(auth), LOGOUT_PATH.to_string()] {
+            if !rules.iter().any(|rule| covers(rule, &path, PathType::PathPrefix)) {
+                rules.push(RouteMatch {
+                    path_prefix: path,
+                    path_type: Some(PathType::Exact),
+                });
+            }
+        }
+    }
+    let route_matches = matches(rules.as_deref(), PathType::PathPrefix);
     route(app, name, attachment, route_matches, annotations, BTreeMap::new())
+}
+
+/// Whether `rule` (of type `default_type` unless it says) matches request path `path`, as Gateway API matches
+/// paths: a prefix matches whole path elements only.
+fn covers(rule: &RouteMatch, path: &str, default_type: PathType) -> bool {
+    let value = rule.path_prefix.as_str();
+    match rule.path_type.unwrap_or(default_type) {
+        PathType::Exact => value == path,
+        PathType::PathPrefix => {
+            let prefix = value.trim_end_matches('/');
+            prefix.is_empty() || path == prefix || path.starts_with(&format!("{prefix}/"))
+        }
+    }
 }
 
 /// The public route `<app>-public-route` for `routing.publicRoutes` (Exact by default), or `None` when there
@@ -405,6 +437,98 @@ mod tests {
         assert_eq!(
             rule["backendRefs"][0],
             serde_json::json!({"name": "web-svc", "port": 8080})
+        );
+    }
+
+    #[test]
+    fn with_auth_at_the_gateway_the_callback_and_logout_paths_are_routed_when_the_rules_miss_them() {
+        let routes = |paths: &[&str]| RoutingConfig {
+            routes: Some(
+                paths
+                    .iter()
+                    .map(|p| RouteMatch {
+                        path_prefix: p.to_string(),
+                        path_type: None,
+                    })
+                    .collect(),
+            ),
+            ..Default::default()
+        };
+        let paths_of = |app: &NebariApp| -> Vec<(String, String)> {
+            let value = serde_json::to_value(main_route(app, "web-route".into(), &attachment())).expect("json");
+            value["spec"]["rules"][0]["matches"]
+                .as_array()
+                .map(|all| {
+                    all.iter()
+                        .map(|m| {
+                            (
+                                m["path"]["type"].as_str().unwrap_or_default().to_string(),
+                                m["path"]["value"].as_str().unwrap_or_default().to_string(),
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let with_auth = |routing: RoutingConfig, auth: serde_json::Value| {
+            let mut app = app(Some(routing));
+            app.spec.auth = Some(serde_json::from_value(auth).expect("auth"));
+            app
+        };
+        let pair = |t: &str, v: &str| (t.to_string(), v.to_string());
+
+        assert_eq!(
+            paths_of(&with_auth(routes(&["/app"]), serde_json::json!({"enabled": true}))),
+            vec![
+                pair("PathPrefix", "/app"),
+                pair("Exact", "/oauth2/callback"),
+                pair("Exact", "/logout")
+            ],
+            "a callback no rule matches would be a 404 after signing in"
+        );
+        assert_eq!(
+            paths_of(&with_auth(
+                routes(&["/app", "/oauth2", "/logout"]),
+                serde_json::json!({"enabled": true})
+            )),
+            vec![
+                pair("PathPrefix", "/app"),
+                pair("PathPrefix", "/oauth2"),
+                pair("PathPrefix", "/logout")
+            ],
+            "paths the rules already match are not added again"
+        );
+        assert_eq!(
+            paths_of(&with_auth(
+                routes(&["/app"]),
+                serde_json::json!({"enabled": true, "redirectURI": "/app/callback"})
+            )),
+            vec![pair("PathPrefix", "/app"), pair("Exact", "/logout")],
+            "a callback under the app's own prefix is matched already"
+        );
+        assert_eq!(
+            paths_of(&with_auth(routes(&["/apple"]), serde_json::json!({"enabled": true})))[1..],
+            [pair("Exact", "/oauth2/callback"), pair("Exact", "/logout")],
+        );
+        assert_eq!(
+            paths_of(&with_auth(
+                routes(&["/app"]),
+                serde_json::json!({"enabled": true, "enforceAtGateway": false})
+            )),
+            vec![pair("PathPrefix", "/app")],
+            "an app that runs OAuth itself gets only its own rules"
+        );
+        assert_eq!(
+            paths_of(&with_auth(routes(&["/app"]), serde_json::json!({"enabled": false}))),
+            vec![pair("PathPrefix", "/app")]
+        );
+        assert!(
+            paths_of(&with_auth(
+                RoutingConfig::default(),
+                serde_json::json!({"enabled": true})
+            ))
+            .is_empty(),
+            "without rules every path is routed already"
         );
     }
 

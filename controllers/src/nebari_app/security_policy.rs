@@ -25,6 +25,8 @@ pub const GATEWAY_GROUPS_CLAIM: &str = "nebari_gateway_groups";
 pub const GATEWAY_GROUP_MAPPER: &str = "nebari-gateway-groups";
 /// Envoy Gateway accepts at most this many values per claim in one rule.
 const MAX_CLAIM_VALUES: usize = 16;
+/// The path that signs a person out at the gateway (the policy's `logoutPath`).
+pub const LOGOUT_PATH: &str = "/logout";
 /// Default callback path (Envoy Gateway's).
 pub const DEFAULT_REDIRECT_PATH: &str = "/oauth2/callback";
 
@@ -134,7 +136,7 @@ pub fn security_policy(
                     namespace: Some(names.namespace.clone()),
                 },
                 redirect_url: Some(redirect_url(app, auth, tls)),
-                logout_path: Some("/logout".to_string()),
+                logout_path: Some(LOGOUT_PATH.to_string()),
                 scopes: Some(scopes(auth)),
                 // The JWT filter reads the access token from the Authorization header the OIDC filter sets.
                 forward_access_token: if groups.is_empty() {
