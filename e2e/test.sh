@@ -64,17 +64,20 @@ if ! cargo nextest --version >/dev/null 2>&1; then
   echo "cargo-nextest missing: installing it from crates.io"
   cargo install --locked cargo-nextest
 fi
-if ! command -v promtool >/dev/null; then
-  need_root_for_apt promtool prometheus
-  echo "promtool missing: installing Debian's prometheus package"
+# Debian packages the tests use, installed in one go when missing: promtool (alert rules), buildah (builds and runs
+# the manager's image without a daemon), Chromium with its chromedriver and NSS's certutil (the served tests meet
+# apps in a real browser that trusts the test CA).
+missing=()
+command -v promtool >/dev/null || missing+=(prometheus)
+command -v buildah >/dev/null || missing+=(buildah)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+[ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
+command -v certutil >/dev/null || missing+=(libnss3-tools)
+if [ "${#missing[@]}" -gt 0 ]; then
+  need_root_for_apt "${missing[*]}" "${missing[*]}"
+  echo "installing Debian packages: ${missing[*]}"
   DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null
-fi
-if ! command -v buildah >/dev/null; then
-  need_root_for_apt buildah buildah
-  echo "buildah missing: installing Debian's buildah package (builds and runs the manager's image without a daemon)"
-  DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends buildah >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 # The Python kubernetes client (a second real client for the API emulator's conformance suite).
 bash e2e/kube-emulator/tests/python/setup-venv.sh

@@ -8,6 +8,7 @@
 //! ([`fault_proxy`], [`api_proxy`]), so the same test runs on each.
 
 pub mod api_proxy;
+pub mod browser;
 pub mod cluster;
 pub mod conditions;
 pub mod events;

@@ -1,76 +1,87 @@
-//! An app's life as visitors see it: public paths open without a login while the rest asks for one, a path the
-//! app does not route is not found, turning auth off lets anyone in, and deleting the app makes its hostname stop
+//! An app's life as a visitor's browser sees it: turning auth off lets anyone in, turning it back on brings the
+//! login back (each within the time docs/nebari-app.md promises), and deleting the app makes its hostname stop
 //! answering and leaves nothing of it behind.
 
+use std::time::{Duration, Instant};
+
 use controllers::nebari_app::naming::AppNames;
+use e2e::harness::browser::{Browser, Page};
 use e2e::harness::{Deadline, wait_until};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;
 use serde_json::json;
 
-use crate::support::{Visit, World, certificates, http_routes};
+use crate::support::{PUBLIC_GATEWAY, World, certificates, gateways, http_routes};
 
-/// What an anonymous GET of `url` answers: the status, or the connection error.
-async fn anonymous(client: &reqwest::Client, url: &str) -> Result<u16, String> {
-    client
-        .get(url)
-        .send()
-        .await
-        .map(|r| r.status().as_u16())
-        .map_err(|e| format!("{e:?}"))
-}
+/// How soon a change to a NebariApp's auth reaches a visitor (docs/nebari-app.md, "Served for real").
+const PROMISED: Duration = Duration::from_secs(30);
 
-/// Waits until an anonymous GET of `url` answers 200 (Envoy applies a change a moment after it is accepted).
-async fn wait_anonymous_ok(client: &reqwest::Client, url: &str, what: &str) {
-    wait_until(what, Deadline::secs(60), || async move {
-        match anonymous(client, url).await {
-            Ok(200) => Ok(Some(())),
-            other => Err(format!("{other:?}")),
-        }
-    })
-    .await;
+/// Opens `url` in `browser` until `accept` takes the page, within [`PROMISED`] of `since`; returns the page and
+/// how long it took.
+async fn within_promise(
+    browser: &Browser,
+    url: &str,
+    what: &str,
+    since: Instant,
+    accept: impl Fn(&Page) -> bool,
+) -> Duration {
+    let left = PROMISED.saturating_sub(since.elapsed());
+    wait_until(
+        what,
+        Deadline {
+            timeout: left,
+            poll: Duration::from_millis(200),
+        },
+        || async {
+            let page = browser.open(url, what).await;
+            if accept(&page) {
+                Ok(Some(since.elapsed()))
+            } else {
+                Err(format!("{} {:?}: {}", page.url, page.status, page.text))
+            }
+        },
+    )
+    .await
 }
 
 #[tokio::test]
-async fn public_paths_open_auth_off_lets_anyone_in_and_deleting_the_app_stops_the_hostname() {
+async fn in_a_browser_auth_off_lets_anyone_in_auth_on_asks_again_and_deleting_the_app_stops_the_hostname() {
     let mut world = World::start(true).await;
     world.start_manager().await;
     let hostname = world.hostname("docs");
     let names = AppNames::new(&world.namespace, "docs");
-    let routing = json!({
-        "routes": [{"pathPrefix": "/app"}],
-        "publicRoutes": [{"pathPrefix": "/health", "pathType": "Exact"}],
-    });
-    world
-        .apply_app("docs", json!({"routing": routing, "auth": {"enabled": true}}))
-        .await;
+    let routing = json!({"routes": [{"pathPrefix": "/app"}]});
+    let with_auth = json!({"routing": routing, "auth": {"enabled": true}});
+    world.apply_app("docs", with_auth.clone()).await;
     world.wait_app_ready("docs").await;
     let realm = world.keycloak.as_ref().expect("the world has a realm");
-    let client = world.visiting_client(&hostname);
-    let base = format!("https://{hostname}");
-
-    // The public path answers without a login; the app's own paths send the visitor to Keycloak; a path the app
-    // does not route is not found.
-    wait_anonymous_ok(&client, &format!("{base}/health"), "the public path served").await;
-    let mut visitor = Visit::new(client.clone());
-    let login = visitor.open(&format!("{base}/app/page")).await;
-    assert!(
-        login.url.starts_with(realm.direct_url()),
-        "the app's paths ask for a login: {login:?} via {:?}",
-        visitor.hops
-    );
-    assert_eq!(anonymous(&client, &format!("{base}/elsewhere")).await, Ok(404));
+    let url = format!("https://{hostname}/app/page");
+    let backend_text = format!("served backend {}", world.suffix);
+    let browser = world.browser("visitor").await;
+    let asks_login = |page: &Page| page.url.starts_with(realm.direct_url()) && page.status == Some(200);
+    let lets_in = |page: &Page| page.url == url && page.status == Some(200) && page.text.contains(&backend_text);
+    wait_until("the app asking for a login", Deadline::secs(60), || async {
+        let page = browser.open(&url, "login").await;
+        if asks_login(&page) {
+            Ok(Some(()))
+        } else {
+            Err(format!("{page:?}"))
+        }
+    })
+    .await;
 
     // Auth off: an anonymous visitor reaches the app.
+    let changed = Instant::now();
     world.apply_app("docs", json!({"routing": routing})).await;
-    wait_anonymous_ok(
-        &client,
-        &format!("{base}/app/page"),
-        "an anonymous visitor let in after auth is turned off",
-    )
-    .await;
+    let opened = within_promise(&browser, &url, "auth-off", changed, lets_in).await;
     let seen = world.backend.seen.lock().unwrap_or_else(|p| p.into_inner()).clone();
     assert!(seen.iter().any(|s| s.path == "/app/page"), "{seen:?}");
+
+    // Auth on again: the login is back (the browser holds no session for the app).
+    let changed = Instant::now();
+    world.apply_app("docs", with_auth).await;
+    let closed = within_promise(&browser, &url, "auth-on", changed, asks_login).await;
+    println!("auth off reached the visitor in {opened:?}, auth on in {closed:?} (promised: {PROMISED:?})");
 
     // Deleted: the hostname stops answering, and nothing of the app is left.
     world
@@ -78,22 +89,35 @@ async fn public_paths_open_auth_off_lets_anyone_in_and_deleting_the_app_stops_th
         .delete("docs", &Default::default())
         .await
         .expect("delete the app");
-    wait_until("the hostname to stop answering", Deadline::secs(60), || {
-        let (client, url) = (client.clone(), format!("{base}/app/page"));
-        async move {
-            match anonymous(&client, &url).await {
-                Ok(200) => Err("still served".to_string()),
-                _ => Ok(Some(())),
-            }
+    wait_until("the hostname to stop answering", Deadline::secs(60), || async {
+        let page = browser.open(&url, "deleted").await;
+        if page.text.contains(&backend_text) || page.url.starts_with(realm.direct_url()) {
+            Err(format!("still served: {page:?}"))
+        } else {
+            Ok(Some(()))
         }
     })
     .await;
+    browser.close().await;
     // The route goes with the app through the garbage collector, the rest through the operator's finalizer.
     wait_until("nothing of the app left", Deadline::secs(60), || async {
         let mut left = Vec::new();
         let routes = world.api(&http_routes(), &world.namespace);
         if !matches!(routes.get_opt(&names.route()).await, Ok(None)) {
             left.push(format!("HTTPRoute {}", names.route()));
+        }
+        let gateway = world
+            .api(&gateways(), &world.gateway_namespace)
+            .get(PUBLIC_GATEWAY)
+            .await;
+        let listeners = gateway
+            .map(|g| g.data["spec"]["listeners"].clone())
+            .map_err(|e| e.to_string())?;
+        if listeners
+            .as_array()
+            .is_some_and(|all| all.iter().any(|l| l["name"] == names.listener().as_str()))
+        {
+            left.push(format!("listener {}", names.listener()));
         }
         let certificates = world.api(&certificates(), &world.gateway_namespace);
         if !matches!(certificates.get_opt(&names.certificate()).await, Ok(None)) {

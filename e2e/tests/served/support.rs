@@ -10,6 +10,7 @@ use std::time::Duration;
 use axum::http::HeaderMap;
 use crds::nebari::NebariApp;
 pub use e2e::fixtures::kinds::{certificates, gateways, http_routes};
+use e2e::harness::browser::{Browser, BrowserOptions};
 use e2e::harness::keycloak::{Flavour, RealmSetup, TestRealm};
 use e2e::harness::{Deadline, ManagerOptions, ManagerProcess, TestCluster, conditions, wait_until};
 use k8s_openapi::ByteString;
@@ -30,6 +31,8 @@ pub const SERVICE: &str = "web";
 pub const SERVICE_PORT: i32 = 8080;
 /// The Keycloak admin credentials Secret the manager reads, and its namespace.
 const ADMIN_SECRET: (&str, &str) = ("keycloak", "nebari-realm-admin-credentials");
+/// The domain of the apps' hostnames: never in DNS, mapped to this machine by the clients.
+pub const SERVED_DOMAIN: &str = "served.test";
 /// The ports the Gateway's Envoy binds on the machine.
 const GATEWAY_PORTS: [u16; 2] = [80, 443];
 
@@ -380,7 +383,7 @@ impl World {
 
     /// The hostname of app `name`: unique to this test, resolved by the client, never by DNS.
     pub fn hostname(&self, name: &str) -> String {
-        format!("{name}.{}.served.test", self.suffix)
+        format!("{name}.{}.{SERVED_DOMAIN}", self.suffix)
     }
 
     /// Applies NebariApp `name` routing to the backend, with `spec` merged over the hostname and service.
@@ -430,12 +433,23 @@ impl World {
         self.client_builder(hostname).build().expect("an HTTPS client")
     }
 
-    /// A client for [`Visit`]: as [`Self::https_client`], but redirects are the visit's to follow.
-    pub fn visiting_client(&self, hostname: &str) -> reqwest::Client {
+    /// As [`Self::https_client`], reporting the certificate each response came over ([`reqwest::tls::TlsInfo`]).
+    pub fn https_client_with_tls_info(&self, hostname: &str) -> reqwest::Client {
         self.client_builder(hostname)
-            .redirect(reqwest::redirect::Policy::none())
+            .tls_info(true)
             .build()
-            .expect("a client for visits")
+            .expect("an HTTPS client")
+    }
+
+    /// A headless Chromium of its own (no cookies shared with another) that trusts only the substrate's issuer CA
+    /// and finds the tests' hostnames on this machine; its pictures go under `served/<suffix>/<person>`.
+    pub async fn browser(&self, person: &str) -> Browser {
+        Browser::start(BrowserOptions {
+            name: format!("served-{}/{person}", self.suffix),
+            trusted_ca: Some(self.networking.issuer_ca_cert.clone()),
+            loopback_domains: vec![SERVED_DOMAIN.to_string()],
+        })
+        .await
     }
 
     fn client_builder(&self, hostname: &str) -> reqwest::ClientBuilder {
@@ -482,117 +496,5 @@ impl World {
                 .delete(namespace, &DeleteParams::default())
                 .await;
         }
-    }
-}
-
-/// One person's visit, as a browser makes it for these flows: follows redirects (each hop recorded), keeps the
-/// cookies each host sets and sends them back to that host, and submits Keycloak's login form.
-pub struct Visit {
-    client: reqwest::Client,
-    /// Cookies by host, `name=value` by name.
-    cookies: BTreeMap<String, BTreeMap<String, String>>,
-    /// Every URL requested, in order.
-    pub hops: Vec<String>,
-}
-
-/// The last response of a visit's navigation.
-#[derive(Debug)]
-pub struct Landed {
-    /// Its URL.
-    pub url: String,
-    /// Its status.
-    pub status: u16,
-    /// Its body.
-    pub body: String,
-}
-
-impl Visit {
-    /// A visit with no cookies, through `client` (one from [`World::visiting_client`]).
-    pub fn new(client: reqwest::Client) -> Self {
-        Visit {
-            client,
-            cookies: BTreeMap::new(),
-            hops: Vec::new(),
-        }
-    }
-
-    /// Opens `url` and follows redirects until a page answers.
-    pub async fn open(&mut self, url: &str) -> Landed {
-        self.navigate(reqwest::Method::GET, url, None).await
-    }
-
-    /// Submits the Keycloak login form on `page` as `username` (password from the realm's convention) and follows
-    /// redirects until a page answers.
-    pub async fn log_in(&mut self, page: &Landed, username: &str) -> Landed {
-        let action = page
-            .body
-            .split("id=\"kc-form-login\"")
-            .nth(1)
-            .and_then(|rest| rest.split("action=\"").nth(1))
-            .and_then(|rest| rest.split('"').next())
-            .map(|action| action.replace("&amp;", "&"))
-            .unwrap_or_else(|| panic!("no Keycloak login form at {}: {}", page.url, page.body));
-        let password = e2e::harness::keycloak::password_of(username);
-        let form = vec![
-            ("username".to_string(), username.to_string()),
-            ("password".to_string(), password),
-            ("credentialId".to_string(), String::new()),
-        ];
-        self.navigate(reqwest::Method::POST, &action, Some(form)).await
-    }
-
-    async fn navigate(&mut self, method: reqwest::Method, url: &str, form: Option<Vec<(String, String)>>) -> Landed {
-        let (mut method, mut url, mut form) = (method, url.to_string(), form);
-        for _ in 0..10 {
-            self.hops.push(url.clone());
-            let parsed = url::Url::parse(&url).unwrap_or_else(|e| panic!("{url}: {e}"));
-            let host = parsed.host_str().unwrap_or_default().to_string();
-            let mut request = self.client.request(method.clone(), parsed.clone());
-            if let Some(jar) = self.cookies.get(&host).filter(|jar| !jar.is_empty()) {
-                let header = jar
-                    .iter()
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect::<Vec<_>>()
-                    .join("; ");
-                request = request.header(reqwest::header::COOKIE, header);
-            }
-            if let Some(fields) = form.take() {
-                request = request.form(&fields);
-            }
-            let response = request.send().await.unwrap_or_else(|e| panic!("{method} {url}: {e:?}"));
-            let jar = self.cookies.entry(host).or_default();
-            for set in response.headers().get_all(reqwest::header::SET_COOKIE) {
-                let Some((name, value)) = set
-                    .to_str()
-                    .ok()
-                    .and_then(|s| s.split(';').next())
-                    .and_then(|p| p.split_once('='))
-                else {
-                    continue;
-                };
-                jar.insert(name.trim().to_string(), value.trim().to_string());
-            }
-            let status = response.status();
-            if status.is_redirection() {
-                let location = response
-                    .headers()
-                    .get(reqwest::header::LOCATION)
-                    .and_then(|l| l.to_str().ok())
-                    .unwrap_or_else(|| panic!("{status} from {url} without a Location"));
-                url = parsed
-                    .join(location)
-                    .unwrap_or_else(|e| panic!("{location}: {e}"))
-                    .to_string();
-                method = reqwest::Method::GET;
-                continue;
-            }
-            let body = response.text().await.unwrap_or_default();
-            return Landed {
-                url,
-                status: status.as_u16(),
-                body,
-            };
-        }
-        panic!("more than 10 redirects: {:?}", self.hops)
     }
 }
