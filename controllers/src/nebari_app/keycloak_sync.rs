@@ -21,7 +21,9 @@ use super::error::NebariAppError;
 use super::keycloak_groups::{self, AppGroups};
 use super::naming::AppNames;
 use super::oidc_secret::OidcSecretData;
-use super::security_policy::{GATEWAY_GROUP_MAPPER, GATEWAY_GROUPS_CLAIM, GROUPS_CLAIM, callback_path, scopes};
+use super::security_policy::{
+    GATEWAY_GROUP_MAPPER, GATEWAY_GROUPS_CLAIM, GROUPS_CLAIM, callback_path, scopes, token_exchange_at_gateway,
+};
 use crate::keycloak::{Client, ClientSpec, ClientUpdate, Ensured, ProtocolMapper, RealmClient};
 
 /// Description put on client scopes the operator creates.
@@ -30,6 +32,9 @@ const SCOPE_DESCRIPTION: &str = "Managed by nebari-operator";
 const GROUP_MAPPER: &str = "group-membership";
 /// The scope (and realm role) of offline tokens.
 const OFFLINE_ACCESS: &str = "offline_access";
+/// Name of the audience mapper that names the app's client in its own access tokens, for the gateway's audience
+/// check when peers' exchanged tokens are admitted.
+const GATEWAY_AUDIENCE_MAPPER: &str = "nebari-gateway-audience";
 /// Name of the audience mapper that lets device-flow tokens reach the confidential client.
 const DEVICE_AUDIENCE_MAPPER: &str = "audience-confidential-client";
 /// Client attribute recording the app a Keycloak client belongs to (`<namespace>/<name>`). Client ids come from
@@ -208,7 +213,8 @@ pub async fn provision(
     let (confidential, client_secret) = run.confidential_client().await?;
     let created = confidential.created;
     let confidential = confidential.value;
-    run.scopes_and_mappers(&confidential.id).await?;
+    run.scopes_and_mappers(&confidential.id, &confidential.client_id)
+        .await?;
     let groups = AppGroups::new(&run.realm, names)
         .sync(&keycloak_groups::wanted(auth), previous.groups, &policy.group_patterns)
         .await?;
@@ -297,8 +303,10 @@ impl Provisioning<'_> {
     /// The confidential client's default scopes and protocol mappers: the configured ones, else a groups mapper
     /// when `groups` is requested; whenever `auth.groups` are enforced at the gateway, a groups mapper unless a
     /// configured one already writes the `groups` claim into access tokens (apps enforced at the gateway have
-    /// always been given one), and the gateway's own mapper writing the group paths it admits by.
-    async fn scopes_and_mappers(&self, client: &str) -> Result<(), NebariAppError> {
+    /// always been given one), and the gateway's own mapper writing the group paths it admits by; with token
+    /// exchange at the gateway, a mapper naming the client itself in its access tokens' audience (the gateway admits
+    /// only tokens addressed to the app, its own sessions' and its peers' exchanged ones).
+    async fn scopes_and_mappers(&self, client: &str, client_id: &str) -> Result<(), NebariAppError> {
         let realm = &self.realm;
         realm
             .ensure_default_client_scopes(client, &self.scopes, Some(SCOPE_DESCRIPTION))
@@ -334,6 +342,10 @@ impl Provisioning<'_> {
                 writes_groups = true;
             }
             None => {}
+        }
+        if token_exchange_at_gateway(self.auth) {
+            let own = ProtocolMapper::audience(GATEWAY_AUDIENCE_MAPPER, client_id);
+            realm.ensure_protocol_mapper(client, &own).await?;
         }
         let enforced = self.auth.enforce_at_gateway && self.auth.groups.as_ref().is_some_and(|g| !g.is_empty());
         if !enforced {

@@ -78,6 +78,9 @@ pub fn security_policy(
     tls: bool,
 ) -> SecurityPolicy {
     let groups: Vec<String> = auth.groups.iter().flatten().cloned().collect();
+    let exchange = token_exchange_at_gateway(auth);
+    // The gateway verifies the access token itself when it checks groups or admits peers' exchanged tokens.
+    let checks_tokens = !groups.is_empty() || exchange;
     let provider = match auth.provider {
         AuthProvider::Keycloak => {
             let internal = settings.internal_issuer();
@@ -139,25 +142,39 @@ pub fn security_policy(
                 logout_path: Some(LOGOUT_PATH.to_string()),
                 scopes: Some(scopes(auth)),
                 // The JWT filter reads the access token from the Authorization header the OIDC filter sets.
-                forward_access_token: if groups.is_empty() {
-                    auth.forward_access_token
-                } else {
+                forward_access_token: if checks_tokens {
                     Some(true)
+                } else {
+                    auth.forward_access_token
                 },
                 deny_redirect,
+                // A peer's service calls with the token it exchanged for this app's audience; no login for it.
+                pass_through_auth_header: exchange.then_some(true),
             }),
-            jwt: (!groups.is_empty()).then(|| Jwt {
+            jwt: checks_tokens.then(|| Jwt {
                 providers: vec![JwtProvider {
                     name: JWT_PROVIDER.to_string(),
                     remote_jwks: RemoteJwks {
                         uri: format!("{}/protocol/openid-connect/certs", settings.internal_issuer()),
                     },
+                    // Only tokens addressed to this app: its own sessions' (the audience mapper on its client) and
+                    // the ones its peers exchanged for it. Another client's token for the same person is refused.
+                    audiences: exchange.then(|| vec![credentials.client_id.clone()]),
                 }],
             }),
             authorization: (!groups.is_empty()).then(|| group_authorization(&groups)),
         },
         status: None,
     }
+}
+
+/// Whether the gateway admits tokens other apps exchanged for this one's audience: token exchange on, with a
+/// Keycloak client the operator provisions (its id is the audience the peers ask for).
+pub fn token_exchange_at_gateway(auth: &AuthConfig) -> bool {
+    auth.enforce_at_gateway
+        && auth.provider == AuthProvider::Keycloak
+        && auth.provision_client
+        && auth.token_exchange.as_ref().is_some_and(|t| t.enabled)
 }
 
 /// Rules admitting members of any of the top-level `groups` (the token's [`GATEWAY_GROUPS_CLAIM`] holds the
@@ -258,6 +275,42 @@ mod tests {
         assert_eq!(claim["values"][0], "/g0", "one form only: the group's path");
         assert_eq!(claim["values"][1], "/g1");
         assert_eq!(rules[0]["principal"]["jwt"]["provider"], "keycloak");
+    }
+
+    #[test]
+    fn a_token_exchange_target_admits_bearer_tokens_addressed_to_it_and_no_others() {
+        let value = policy(
+            &auth(json!({"enabled": true, "tokenExchange": {"enabled": true}})),
+            &NebariAppSettings::example(),
+            true,
+        );
+        let spec = &value["spec"];
+        assert_eq!(
+            spec["oidc"]["passThroughAuthHeader"], true,
+            "a peer's call needs no login"
+        );
+        assert_eq!(
+            spec["oidc"]["forwardAccessToken"], true,
+            "sessions' tokens pass the JWT filter too"
+        );
+        assert_eq!(
+            spec["jwt"]["providers"][0]["audiences"],
+            json!(["team-web-client"]),
+            "only tokens addressed to the app"
+        );
+        assert!(spec.get("authorization").is_none(), "no groups, no rules");
+
+        for not_at_the_gateway in [
+            json!({"enabled": true}),
+            json!({"enabled": true, "tokenExchange": {"enabled": false}}),
+            json!({"enabled": true, "tokenExchange": {"enabled": true}, "provisionClient": false}),
+        ] {
+            let value = policy(&auth(not_at_the_gateway.clone()), &NebariAppSettings::example(), true);
+            assert!(
+                value["spec"]["oidc"].get("passThroughAuthHeader").is_none() && value["spec"].get("jwt").is_none(),
+                "{not_at_the_gateway}: {value}"
+            );
+        }
     }
 
     #[test]

@@ -55,6 +55,9 @@ pub struct JwtProvider {
     /// Where the issuer's signing keys are published.
     #[serde(rename = "remoteJWKS")]
     pub remote_jwks: RemoteJwks,
+    /// The audiences a token must name one of (unchecked when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audiences: Option<Vec<String>>,
 }
 
 /// A JWKS URL.
@@ -151,6 +154,9 @@ pub struct Oidc {
     /// Requests that get 401 instead of a redirect to the provider.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deny_redirect: Option<DenyRedirect>,
+    /// Requests carrying a bearer token skip the login flow and are judged by the JWT filter alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pass_through_auth_header: Option<bool>,
 }
 
 /// The identity provider endpoints.
