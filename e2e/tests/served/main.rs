@@ -12,3 +12,4 @@ mod auth;
 mod isolation;
 mod lifecycle;
 mod tls;
+mod token_exchange;

@@ -413,7 +413,12 @@ impl World {
 
     /// Waits (a real issuance and a real translation take seconds) until app `name` is Ready; returns it.
     pub async fn wait_app_ready(&self, name: &str) -> NebariApp {
-        let apps = self.apps();
+        self.wait_app_ready_in(&self.namespace, name).await
+    }
+
+    /// [`Self::wait_app_ready`] in `namespace`.
+    pub async fn wait_app_ready_in(&self, namespace: &str, name: &str) -> NebariApp {
+        let apps: Api<NebariApp> = Api::namespaced(self.cluster.client(), namespace);
         wait_until(&format!("NebariApp {name} Ready"), Deadline::secs(120), || {
             let apps = apps.clone();
             async move {
