@@ -5,7 +5,7 @@
 //! certificate it came over (from Chromium's network log and DevTools).
 //!
 //! Every page a test opens is photographed; the pictures are written to `<target>/e2e-artifacts/<browser name>/`
-//! when the test fails (or always, with [`Browser::save_screenshots`]).
+//! when the test fails (or always, with [`KEEP_PICTURES_ENV`] set or [`Browser::save_screenshots`]).
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -26,6 +26,10 @@ const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 /// How the tests install the browser when it is missing.
 const INSTALL_HINT: &str = "install Debian's chromium, chromium-driver and libnss3-tools (apt-get install chromium \
                             chromium-driver libnss3-tools; e2e/test.sh does this on a fresh machine)";
+
+/// Set (to anything) to keep every browser's pictures, not only a failing test's (the README's come from a run
+/// with it).
+pub const KEEP_PICTURES_ENV: &str = "E2E_KEEP_PICTURES";
 
 /// What a browser trusts and where it finds the tests' hostnames.
 #[derive(Clone, Debug, Default)]
@@ -373,10 +377,32 @@ impl Browser {
 
 impl Drop for Browser {
     fn drop(&mut self) {
-        if std::thread::panicking() {
+        if std::thread::panicking() || std::env::var_os(KEEP_PICTURES_ENV).is_some() {
             for path in self.save_screenshots() {
                 eprintln!("browser picture: {}", path.display());
             }
+        }
+        // chromedriver starts Chromium in a process group of its own, so stopping chromedriver (on drop, or a
+        // failing test that never ends the session) would leave the browser running: stop it by its profile.
+        kill_processes_of(&self._home.path().join("profile"));
+    }
+}
+
+/// Kills every process whose command line names `profile` as its `--user-data-dir` (a browser and its helpers).
+fn kill_processes_of(profile: &Path) {
+    let flag = format!("--user-data-dir={}", profile.display());
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|name| name.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        if cmdline.split(|b| *b == 0).any(|arg| arg == flag.as_bytes()) {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
         }
     }
 }

@@ -11,5 +11,6 @@ mod support;
 mod auth;
 mod isolation;
 mod lifecycle;
+mod refused_policy;
 mod tls;
 mod token_exchange;

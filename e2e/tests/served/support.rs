@@ -217,6 +217,11 @@ impl World {
     /// substrate's CA ClusterIssuer, and Keycloak when the world has a realm. The manager reaches Keycloak through
     /// the realm's fault proxy; the gateway and the client reach Keycloak itself, whose URL is its tokens' issuer.
     pub async fn start_manager(&mut self) {
+        self.start_manager_with_gateway_issuer(None).await;
+    }
+
+    /// [`Self::start_manager`], with the issuer URL the gateway is given (`--keycloak-issuer-url`) replaced.
+    pub async fn start_manager_with_gateway_issuer(&mut self, issuer: Option<String>) {
         let mut args = vec![
             format!("--nebari-gateway-namespace={}", self.gateway_namespace),
             format!("--nebari-cluster-issuer={}", self.networking.cluster_issuer),
@@ -232,7 +237,9 @@ impl World {
                 // cluster of it); the browser-facing endpoints stay at Keycloak's own URL, its cookies' host.
                 format!(
                     "--keycloak-issuer-url={}",
-                    realm.direct_url().replace("127.0.0.1", "localhost")
+                    issuer
+                        .clone()
+                        .unwrap_or_else(|| realm.direct_url().replace("127.0.0.1", "localhost"))
                 ),
                 format!("--keycloak-external-url={}", realm.direct_url()),
                 "--keycloak-api-timeout-seconds=5".to_string(),
