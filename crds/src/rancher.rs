@@ -6,7 +6,7 @@
 //!
 //! - Identifiers that must exist are non-empty (`projectName`, `clusterId`, `groupName`, `rancherRole`,
 //!   `userIdentifier`), Keycloak group names are at most 255 characters (Keycloak answers HTTP 500 above that),
-//!   and `clusterId` cannot change after creation (a Rancher project cannot move between clusters).
+//!   and `clusterId` cannot change once the Rancher project exists (a project cannot move between clusters).
 //! - `roleBindings` lists hold at most 64 entries, so the cross-field CEL rules stay within the API server's
 //!   cost budget; `scanIntervalSeconds` is at least 10.
 //! - String fields the original defaulted to `""` have no server-side default: absent means empty.
@@ -68,7 +68,13 @@ fn default_scan_interval() -> i64 {
     printcolumn = r#"{"name":"Cluster","type":"string","jsonPath":".spec.clusterId","description":"Rancher cluster id"}"#,
     printcolumn = r#"{"name":"Rancher ID","type":"string","jsonPath":".status.rancherProjectId","description":"Rancher project id"}"#,
     printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.phase","description":"Lifecycle phase"}"#,
-    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
+    // A Rancher project cannot move between clusters; before one exists there is nothing to move. (On the main
+    // resource `self.status` is the stored status: a client cannot clear it in the same update.)
+    validation = Rule::new(
+        "self.spec.clusterId == oldSelf.spec.clusterId || !has(oldSelf.status) || \
+         !has(oldSelf.status.rancherProjectId) || oldSelf.status.rancherProjectId == ''"
+    ).message("clusterId is immutable once the Rancher project exists (status.rancherProjectId is set)")
 )]
 #[x_kube(validation = Rule::new(
     "!has(self.keycloak) || !has(self.keycloak.roleBindings) || !has(self.cluster) || !has(self.cluster.keycloak) \
@@ -81,9 +87,9 @@ pub struct ManagedRancherProjectSpec {
     /// otherwise one is created. Renaming updates the Rancher project's display name.
     #[schemars(length(min = 1))]
     pub project_name: String,
-    /// Rancher cluster id the project lives in, e.g. `c-m-abc123` or `local`. Cannot be changed.
+    /// Rancher cluster id the project lives in, e.g. `c-m-abc123` or `local`. Cannot be changed once the project
+    /// exists (`status.rancherProjectId` is set); until then a mistyped id can be corrected.
     #[schemars(length(min = 1, max = 253))]
-    #[x_kube(validation = Rule::new("self == oldSelf").message("clusterId is immutable"))]
     pub cluster_id: String,
     /// Description of the Rancher project.
     #[serde(default, skip_serializing_if = "Option::is_none")]

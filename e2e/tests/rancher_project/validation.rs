@@ -100,14 +100,31 @@ async fn invalid_specs_are_refused_by_kubectl_apply_with_clear_messages() {
         }
     }
 
-    // clusterId cannot change after creation.
+    // clusterId can be corrected while no Rancher project exists for the object, and not once one does.
     kubectl.apply(&document("moving", valid_spec())).await;
-    let mut moved = valid_spec();
+    let mut corrected = valid_spec();
+    corrected["clusterId"] = json!("c-m-corrected");
+    kubectl.apply(&document("moving", corrected.clone())).await;
+    let recorded = kubectl
+        .run(&[
+            "patch",
+            "managedrancherproject",
+            "moving",
+            "-n",
+            NAMESPACE,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            r#"{"status":{"rancherProjectId":"c-m-corrected:p-abc12"}}"#,
+        ])
+        .await;
+    assert!(recorded.success, "record the project's id: {}", recorded.stderr);
+    let mut moved = corrected;
     moved["clusterId"] = json!("c-m-elsewhere");
     let stderr = kubectl
         .run_with_stdin(&["apply", "-f", "-"], Some(&document("moving", moved)))
         .await
-        .expect_failure("clusterId change");
+        .expect_failure("clusterId change once the project exists");
     assert!(stderr.contains("clusterId is immutable"), "{stderr}");
 }
 
