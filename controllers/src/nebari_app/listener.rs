@@ -33,6 +33,8 @@ pub enum ListenerOutcome {
     Conflict(String),
     /// The Gateway does not exist (the operator never creates shared Gateways).
     GatewayMissing,
+    /// The Gateway holds as many listeners as Gateway API allows, so the app's cannot be added.
+    GatewayFull(String),
 }
 
 /// Writes and withdraws one app's listener.
@@ -121,6 +123,12 @@ impl<'a> ListenerWriter<'a> {
                  protocol and hostname)",
                 self.names.listener(),
                 app.spec.hostname
+            ))),
+            Err(error) if is_gateway_full(&error) => Ok(ListenerOutcome::GatewayFull(format!(
+                "Gateway {namespace}/{gateway} already has the {MAX_LISTENERS} listeners Gateway API allows, so the \
+                 app's listener {} cannot be added; remove an app with TLS of its own from it, or move this app to \
+                 another Gateway (spec.gateway)",
+                self.names.listener()
             ))),
             Err(error) => {
                 Err(KubeError::new(format!("adding the listener to Gateway {namespace}/{gateway}"), error).into())
@@ -268,6 +276,20 @@ pub fn find_listener<'a>(gateway: &'a Value, name: &str) -> Option<(usize, &'a V
         .find(|(_, l)| l["name"].as_str() == Some(name))
 }
 
+/// How many listeners Gateway API lets one Gateway have (its CRD's `maxItems`).
+pub const MAX_LISTENERS: usize = 64;
+
+/// Whether an API error says the Gateway cannot take another listener (the API server's `maxItems` refusal:
+/// `spec.listeners: Too many: 65: must have at most 64 items`).
+pub fn is_gateway_full(error: &kube::Error) -> bool {
+    match error {
+        kube::Error::Api(status) => {
+            status.code == 422 && status.message.contains("spec.listeners") && status.message.contains("Too many")
+        }
+        _ => false,
+    }
+}
+
 /// Whether an API error says our listener clashes with another one (same port, protocol and hostname).
 pub fn is_listener_conflict(error: &kube::Error) -> bool {
     match error {
@@ -323,5 +345,22 @@ mod tests {
         assert!(is_listener_conflict(&refusal(409, "listeners conflict on port 443")));
         assert!(!is_listener_conflict(&refusal(409, "the object has been modified")));
         assert!(!is_listener_conflict(&refusal(403, "forbidden: listeners")));
+    }
+
+    #[test]
+    fn only_the_listener_count_refusal_means_the_gateway_is_full() {
+        let refusal = |code: u16, message: &str| {
+            kube::Error::Api(Box::new(kube::core::Status::failure(message, "").with_code(code)))
+        };
+        assert!(is_gateway_full(&refusal(
+            422,
+            "Gateway.gateway.networking.k8s.io \"nebari-gateway\" is invalid: spec.listeners: Too many: 65: must \
+             have at most 64 items"
+        )));
+        assert!(!is_gateway_full(&refusal(
+            422,
+            "spec.listeners[3].hostname: Invalid value"
+        )));
+        assert!(!is_gateway_full(&refusal(409, "spec.listeners: Too many")));
     }
 }

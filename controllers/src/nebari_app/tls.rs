@@ -243,6 +243,7 @@ fn listener_verdict(outcome: ListenerOutcome, gateway_ns: &str, gateway: &str) -
         ListenerOutcome::Conflict(message) => {
             Err(ConditionUpdate::failed(TLS_READY, "GatewayListenerConflict", message))
         }
+        ListenerOutcome::GatewayFull(message) => Err(ConditionUpdate::failed(TLS_READY, "GatewayFull", message)),
         ListenerOutcome::GatewayMissing => Err(ConditionUpdate::failed(
             TLS_READY,
             "GatewayNotFound",

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use e2e::fixtures::standins;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, ObjectMeta, PostParams};
+use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
 use crate::support::{
@@ -386,5 +386,63 @@ async fn an_installation_of_the_original_operator_is_taken_over_and_its_listener
         argocd_state(&before),
         "Argo CD's listener is untouched"
     );
+    world.wait_ready("web").await;
+}
+
+/// `count` listeners of the platform team's own on `gateway` (as many apps with TLS would hold), under a field
+/// manager of theirs; `0` removes them all.
+async fn apply_filler_listeners(world: &World, gateway: &str, count: usize) {
+    let listeners: Vec<Value> = (0..count)
+        .map(|i| {
+            json!({
+                "name": format!("filler-{i}"),
+                "hostname": format!("filler-{i}.example.com"),
+                "port": 443,
+                "protocol": "HTTPS",
+                "tls": {"mode": "Terminate", "certificateRefs": [{"kind": "Secret", "name": "filler-tls"}]},
+                "allowedRoutes": {"namespaces": {"from": "Same"}},
+            })
+        })
+        .collect();
+    let class = world.gateway(gateway).await["spec"]["gatewayClassName"].clone();
+    let body = json!({
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "Gateway",
+        "metadata": {"name": gateway, "namespace": GATEWAY_NAMESPACE},
+        "spec": {"gatewayClassName": class, "listeners": listeners},
+    });
+    standins::gateways(&world.cluster.client(), GATEWAY_NAMESPACE)
+        .patch(gateway, &PatchParams::apply("more-listeners"), &Patch::Apply(&body))
+        .await
+        .unwrap_or_else(|e| panic!("apply {count} filler listeners to {gateway}: {e}"));
+}
+
+#[tokio::test]
+async fn a_gateway_with_no_room_for_another_listener_is_reported_full_and_the_app_gets_its_listener_once_there_is_room()
+{
+    let world = World::start(Setup {
+        cluster_issuer: true,
+        ..Setup::default()
+    })
+    .await;
+    let ns = world.namespace.clone();
+    let own = format!("tls-web-{ns}");
+    let before = world.listener_names(PUBLIC_GATEWAY).await.len();
+    apply_filler_listeners(&world, PUBLIC_GATEWAY, 64 - before).await;
+    assert_eq!(world.listener_names(PUBLIC_GATEWAY).await.len(), 64);
+
+    world.apply_app("web", json!({"routing": {}})).await;
+    let message = world.wait_condition("web", "TLSReady", "False", "GatewayFull").await;
+    assert!(
+        message.contains("64 listeners") && message.contains(PUBLIC_GATEWAY) && message.contains(&own),
+        "{message}"
+    );
+    world.wait_condition("web", "Ready", "False", "GatewayFull").await;
+    assert!(!world.listener_names(PUBLIC_GATEWAY).await.contains(&own));
+
+    // Room again (the platform team drops one of theirs): the app takes it without being touched.
+    apply_filler_listeners(&world, PUBLIC_GATEWAY, 63 - before).await;
+    world.wait_listeners(PUBLIC_GATEWAY, |names| names.contains(&own)).await;
+    world.issue_certificate(&format!("web-{ns}-cert")).await;
     world.wait_ready("web").await;
 }
