@@ -334,6 +334,16 @@ pub struct NebariAppFlags {
     )]
     pub health_check_concurrency: u16,
 
+    /// How many listeners of their own (apps with TLS of their own) one namespace's apps may hold on one shared
+    /// Gateway. Gateway API allows 64 listeners per Gateway; this keeps one tenant from taking them all.
+    #[arg(
+        long = "nebari-listeners-per-namespace",
+        env = "NEBARI_LISTENERS_PER_NAMESPACE",
+        default_value_t = 16,
+        value_parser = clap::value_parser!(u16).range(1..=64)
+    )]
+    pub listeners_per_namespace: u16,
+
     /// TEST ONLY: send every health check to this address instead of resolving the Service's name, so end-to-end
     /// tests outside a cluster reach their stand-in app. Only in builds with the `test-hooks` feature.
     #[cfg(feature = "test-hooks")]
@@ -859,6 +869,7 @@ impl NebariAppFlags {
                 interval: seconds(self.orphan_scan_seconds),
                 watched: None,
             },
+            listeners_per_namespace: usize::from(self.listeners_per_namespace),
             health_checks: HealthCheckSettings {
                 enabled: self.health_checks,
                 concurrency: usize::from(self.health_check_concurrency),

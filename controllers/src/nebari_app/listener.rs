@@ -35,6 +35,8 @@ pub enum ListenerOutcome {
     GatewayMissing,
     /// The Gateway holds as many listeners as Gateway API allows, so the app's cannot be added.
     GatewayFull(String),
+    /// The app's namespace holds as many listeners on the Gateway as one namespace may.
+    QuotaReached(String),
 }
 
 /// Writes and withdraws one app's listener.
@@ -79,13 +81,15 @@ impl<'a> ListenerWriter<'a> {
         Ok(live.map(|g| serde_json::to_value(g).unwrap_or(Value::Null)))
     }
 
-    /// Puts the app's listener on `gateway`, serving `secret`. Writes nothing when it is already as desired.
+    /// Puts the app's listener on `gateway`, serving `secret`, unless the app's namespace holds `quota` listeners
+    /// there already. Writes nothing when it is already as desired.
     pub async fn ensure(
         &self,
         app: &NebariApp,
         gateway: &str,
         namespace: &str,
         secret: &str,
+        quota: usize,
     ) -> Result<ListenerOutcome, NebariAppError> {
         let Some(live) = self.seen_gateway(gateway, namespace).await? else {
             return Ok(ListenerOutcome::GatewayMissing);
@@ -101,7 +105,30 @@ impl<'a> ListenerWriter<'a> {
                 &self.names.listener(),
             )));
         }
-        let body = gateway_apply_body(gateway, namespace, vec![desired]);
+        // Adding a listener counts the namespace's on the live Gateway and writes only if nothing changed since
+        // (the apply carries its resourceVersion): apps added at the same moment cannot all pass the quota.
+        let adding = find_listener(&live, &self.names.listener()).is_none();
+        let live = if adding {
+            match self.live_gateway(gateway, namespace).await? {
+                Some(fresh) => fresh,
+                None => return Ok(ListenerOutcome::GatewayMissing),
+            }
+        } else {
+            live
+        };
+        let held = listeners_of_namespace(&live, &self.names.namespace, &self.names.listener());
+        if adding && held >= quota {
+            return Ok(ListenerOutcome::QuotaReached(format!(
+                "the apps of namespace {} hold {held} listeners of their own on Gateway {namespace}/{gateway}, as many \
+                 as one namespace may (--nebari-listeners-per-namespace={quota}); the app's listener {} is not added",
+                self.names.namespace,
+                self.names.listener()
+            )));
+        }
+        let mut body = gateway_apply_body(gateway, namespace, vec![desired]);
+        if adding {
+            body["metadata"]["resourceVersion"] = live["metadata"]["resourceVersion"].clone();
+        }
         let params = PatchParams::apply(&self.names.listener_field_manager(&self.ctx.field_manager)).force();
         match gateway_api(self.ctx, namespace)
             .patch(gateway, &params, &Patch::Apply(&body))
@@ -276,6 +303,23 @@ pub fn find_listener<'a>(gateway: &'a Value, name: &str) -> Option<(usize, &'a V
         .find(|(_, l)| l["name"].as_str() == Some(name))
 }
 
+/// How many listeners of the apps of `app_namespace` the Gateway holds besides `except`: the apps' own listeners
+/// (`tls-…`) that admit routes only from that namespace.
+pub fn listeners_of_namespace(gateway: &Value, app_namespace: &str, except: &str) -> usize {
+    gateway["spec"]["listeners"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|l| {
+            let name = l["name"].as_str().unwrap_or_default();
+            name != except
+                && name.starts_with("tls-")
+                && l["allowedRoutes"]["namespaces"]["selector"]["matchLabels"]["kubernetes.io/metadata.name"]
+                    == app_namespace
+        })
+        .count()
+}
+
 /// How many listeners Gateway API lets one Gateway have (its CRD's `maxItems`).
 pub const MAX_LISTENERS: usize = 64;
 
@@ -345,6 +389,29 @@ mod tests {
         assert!(is_listener_conflict(&refusal(409, "listeners conflict on port 443")));
         assert!(!is_listener_conflict(&refusal(409, "the object has been modified")));
         assert!(!is_listener_conflict(&refusal(403, "forbidden: listeners")));
+    }
+
+    #[test]
+    fn a_namespace_holds_the_app_listeners_that_admit_only_its_routes() {
+        let own = |name: &str, namespace: &str| {
+            json!({"name": name, "allowedRoutes": {"namespaces": {"from": "Selector",
+                "selector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}}}})
+        };
+        let gateway = json!({"spec": {"listeners": [
+            {"name": "https", "allowedRoutes": {"namespaces": {"from": "All"}}},
+            own("tls-a-team", "team"),
+            own("tls-b-team", "team"),
+            own("tls-c-other", "other"),
+            own("argocd", "team"),
+        ]}});
+        assert_eq!(listeners_of_namespace(&gateway, "team", "tls-x-team"), 2);
+        assert_eq!(
+            listeners_of_namespace(&gateway, "team", "tls-a-team"),
+            1,
+            "the app's own is not counted"
+        );
+        assert_eq!(listeners_of_namespace(&gateway, "other", "tls-x-other"), 1);
+        assert_eq!(listeners_of_namespace(&gateway, "nobody", "tls-x-nobody"), 0);
     }
 
     #[test]

@@ -40,6 +40,9 @@ pub struct NebariAppSettings {
     pub health_checks: HealthCheckSettings,
     /// The sweep of Keycloak clients whose app is gone (`--keycloak-orphaned-clients`).
     pub orphans: OrphanSettings,
+    /// How many listeners of their own one namespace's apps may hold on one shared Gateway
+    /// (`--nebari-listeners-per-namespace`), so one tenant cannot take the listeners every tenant shares.
+    pub listeners_per_namespace: usize,
 }
 
 impl NebariAppSettings {
@@ -98,6 +101,7 @@ impl NebariAppSettings {
                 watched: None,
             },
             keycloak_policy: KeycloakPolicy::default(),
+            listeners_per_namespace: 16,
         }
     }
 }

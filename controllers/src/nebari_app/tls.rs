@@ -186,7 +186,13 @@ impl Pass<'_> {
                     Err(error) => return Err(error.into()),
                 };
                 let outcome = listeners
-                    .ensure(self.app, target_gateway, gateway_ns, &self.names.tls_secret())
+                    .ensure(
+                        self.app,
+                        target_gateway,
+                        gateway_ns,
+                        &self.names.tls_secret(),
+                        settings.listeners_per_namespace,
+                    )
                     .await?;
                 let verdict = match listener_verdict(outcome, gateway_ns, target_gateway) {
                     Ok(verdict) => verdict,
@@ -217,7 +223,15 @@ impl Pass<'_> {
                     self.status.set(refused);
                     return Ok(settings.https_section.clone());
                 }
-                let outcome = listeners.ensure(self.app, target_gateway, gateway_ns, secret).await?;
+                let outcome = listeners
+                    .ensure(
+                        self.app,
+                        target_gateway,
+                        gateway_ns,
+                        secret,
+                        settings.listeners_per_namespace,
+                    )
+                    .await?;
                 let verdict = match listener_verdict(outcome, gateway_ns, target_gateway) {
                     Ok(verdict) => verdict,
                     Err(problem) => {
@@ -244,6 +258,9 @@ fn listener_verdict(outcome: ListenerOutcome, gateway_ns: &str, gateway: &str) -
             Err(ConditionUpdate::failed(TLS_READY, "GatewayListenerConflict", message))
         }
         ListenerOutcome::GatewayFull(message) => Err(ConditionUpdate::failed(TLS_READY, "GatewayFull", message)),
+        ListenerOutcome::QuotaReached(message) => {
+            Err(ConditionUpdate::failed(TLS_READY, "ListenerQuotaReached", message))
+        }
         ListenerOutcome::GatewayMissing => Err(ConditionUpdate::failed(
             TLS_READY,
             "GatewayNotFound",

@@ -915,3 +915,71 @@ async fn only_members_of_the_listed_groups_pass_the_gateway() {
         Ok(Verdict::Unauthenticated(_))
     ));
 }
+
+#[tokio::test]
+async fn one_tenant_cannot_take_the_shared_gateways_listeners_from_the_others() {
+    let world = World::start(Setup {
+        cluster_issuer: true,
+        manager_args: vec!["--nebari-listeners-per-namespace=2".to_string()],
+        ..Setup::default()
+    })
+    .await;
+    let victim = world.namespace.clone();
+
+    // Mallory, who may write NebariApps only in her own namespace, asks for three apps with TLS of their own.
+    let attacker = format!("mallory{}", unique_suffix());
+    let mallory = world.tenant(&attacker).await;
+    for app in ["m1", "m2", "m3"] {
+        let document = world.app_document_in(&attacker, app, json!({"routing": {}}));
+        mallory.apply(&document.to_string()).await;
+    }
+    let attackers = world.apps_in(&attacker);
+    let message = wait_until(
+        "one of mallory's apps refused a listener",
+        Deadline::secs(60),
+        || async {
+            for app in ["m1", "m2", "m3"] {
+                let Ok(found) = attackers.get(app).await else { continue };
+                if let Some(tls) = conditions::get(&found, "TLSReady")
+                    && tls.reason == "ListenerQuotaReached"
+                {
+                    return Ok(Some((app, tls.message)));
+                }
+            }
+            Err("no app refused yet".to_string())
+        },
+    )
+    .await;
+    let (refused, message) = message;
+    assert!(
+        message.contains("--nebari-listeners-per-namespace=2") && !message.contains(&victim),
+        "the refusal names the limit and no other tenant: {message}"
+    );
+    let held: Vec<String> = listener_names(&world.gateway(PUBLIC_GATEWAY).await)
+        .into_iter()
+        .filter(|name| name.ends_with(&attacker))
+        .collect();
+    assert_eq!(held.len(), 2, "mallory holds two listeners: {held:?}");
+
+    // The victim's new app with TLS still gets a listener of its own and becomes Ready.
+    world.apply_app("shop", json!({"routing": {}})).await;
+    world
+        .wait_listeners(PUBLIC_GATEWAY, |names| names.contains(&format!("tls-shop-{victim}")))
+        .await;
+    issue_and_wait_ready(&world, &victim, "shop").await;
+
+    // Mallory frees one: her refused app takes it without being touched.
+    let other = ["m1", "m2", "m3"]
+        .into_iter()
+        .find(|app| *app != refused)
+        .unwrap_or("m1");
+    let deleted = mallory
+        .run(&["delete", "nebariapp", other, "-n", &attacker, "--wait=true"])
+        .await;
+    assert!(deleted.success, "mallory deletes {other}: {}", deleted.stderr);
+    world
+        .wait_listeners(PUBLIC_GATEWAY, |names| {
+            names.contains(&format!("tls-{refused}-{attacker}"))
+        })
+        .await;
+}
