@@ -544,9 +544,15 @@ fn cel_rules_reject_cross_field_mistakes() {
 }
 
 #[test]
-fn cluster_id_cannot_change_but_other_fields_can() {
-    let old = yaml(PLUGIN_CR);
+fn cluster_id_cannot_change_once_the_project_exists_but_other_fields_can() {
+    let mut old = yaml(PLUGIN_CR);
     let moved = with_spec(|s| s["clusterId"] = json!("c-m-other"));
+    assert_eq!(
+        problems::<ManagedRancherProject>(&moved, Some(&old)),
+        Vec::<String>::new(),
+        "no project yet: a mistyped clusterId can be corrected"
+    );
+    old["status"] = json!({"rancherProjectId": "c-m-abc123:p-x7k2q"});
     let found = problems::<ManagedRancherProject>(&moved, Some(&old));
     assert!(found.iter().any(|p| p.contains("immutable")), "{found:?}");
     let renamed = with_spec(|s| s["projectName"] = json!("Genomics 2027"));
