@@ -355,6 +355,11 @@ mod tests {
         crate::nebari_app::example_app(Some(RoutingConfig::default()))
     }
 
+    /// The API server refusing a write with `code` and `message`.
+    fn refusal(code: u16, message: &str) -> kube::Error {
+        kube::Error::Api(Box::new(kube::core::Status::failure(message, "").with_code(code)))
+    }
+
     #[test]
     fn listener_terminates_tls_for_the_app_namespace_only() {
         let a = app();
@@ -379,9 +384,6 @@ mod tests {
 
     #[test]
     fn only_duplicate_listener_refusals_count_as_conflicts() {
-        let refusal = |code: u16, message: &str| {
-            kube::Error::Api(Box::new(kube::core::Status::failure(message, "").with_code(code)))
-        };
         assert!(is_listener_conflict(&refusal(
             422,
             "spec.listeners[2]: Listener names Must Be Unique"
@@ -416,9 +418,6 @@ mod tests {
 
     #[test]
     fn only_the_listener_count_refusal_means_the_gateway_is_full() {
-        let refusal = |code: u16, message: &str| {
-            kube::Error::Api(Box::new(kube::core::Status::failure(message, "").with_code(code)))
-        };
         assert!(is_gateway_full(&refusal(
             422,
             "Gateway.gateway.networking.k8s.io \"nebari-gateway\" is invalid: spec.listeners: Too many: 65: must \

@@ -148,7 +148,7 @@ async fn in_a_browser_a_member_signs_in_a_non_member_is_refused_and_the_certific
         landed.url == url && shows_backend(&landed, &world),
         "after signing in the member is back at the app, served by the backend: {landed:?}"
     );
-    let seen = world.backend.seen.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let seen = world.backend.seen();
     let token = seen
         .iter()
         .filter(|s| s.path == "/")
@@ -171,7 +171,7 @@ async fn in_a_browser_a_member_signs_in_a_non_member_is_refused_and_the_certific
     alice.close().await;
 
     // Someone outside the group signs in as well, and Envoy refuses them before the backend.
-    let served_before = world.backend.seen.lock().unwrap_or_else(|p| p.into_inner()).len();
+    let served_before = world.backend.seen().len();
     let mallory = world.browser("mallory").await;
     let login = mallory.open(&url, "login").await;
     let refused = mallory.log_in("mallory", &password_of("mallory"), "refused").await;
@@ -180,7 +180,7 @@ async fn in_a_browser_a_member_signs_in_a_non_member_is_refused_and_the_certific
         "a non-member is refused by the gateway: {refused:?}"
     );
     assert_eq!(
-        world.backend.seen.lock().unwrap_or_else(|p| p.into_inner()).len(),
+        world.backend.seen().len(),
         served_before,
         "the backend never saw the non-member's request"
     );

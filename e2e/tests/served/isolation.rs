@@ -61,7 +61,7 @@ async fn another_tenants_app_claiming_a_served_hostname_never_receives_a_request
         assert_eq!(response.text().await.expect("a page"), world.backend.page);
         let _ = plain.get(format!("http://{hostname}/")).send().await;
     }
-    let seen = intruder.seen.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let seen = intruder.seen();
     assert!(seen.is_empty(), "the intruder's backend received requests: {seen:?}");
 
     world.finish().await;

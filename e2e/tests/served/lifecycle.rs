@@ -74,7 +74,7 @@ async fn in_a_browser_auth_off_lets_anyone_in_auth_on_asks_again_and_deleting_th
     let changed = Instant::now();
     world.apply_app("docs", json!({"routing": routing})).await;
     let opened = within_promise(&browser, &url, "auth-off", changed, lets_in).await;
-    let seen = world.backend.seen.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let seen = world.backend.seen();
     assert!(seen.iter().any(|s| s.path == "/app/page"), "{seen:?}");
 
     // Auth on again: the login is back (the browser holds no session for the app).

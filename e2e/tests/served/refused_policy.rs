@@ -57,7 +57,7 @@ async fn an_app_whose_security_policy_the_gateway_refuses_is_not_served_to_anyon
         );
     }
     browser.close().await;
-    let seen = world.backend.seen.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let seen = world.backend.seen();
     assert!(seen.is_empty(), "the backend received requests: {seen:?}");
 
     world.finish().await;

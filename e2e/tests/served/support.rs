@@ -51,8 +51,8 @@ pub struct Backend {
     pub port: u16,
     /// The page it serves.
     pub page: String,
-    /// What it received.
-    pub seen: Arc<Mutex<Vec<Seen>>>,
+    /// What it received (read with [`Backend::seen`]).
+    received: Arc<Mutex<Vec<Seen>>>,
     _server: tokio::task::JoinHandle<()>,
 }
 
@@ -80,9 +80,14 @@ impl Backend {
         Backend {
             port,
             page,
-            seen,
+            received: seen,
             _server: server,
         }
+    }
+
+    /// The requests it received so far, in order.
+    pub fn seen(&self) -> Vec<Seen> {
+        self.received.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 }
 

@@ -98,7 +98,7 @@ async fn an_app_with_its_own_tls_is_served_through_envoy_with_the_certificate_ce
     })
     .await;
     assert_eq!(page, world.backend.page);
-    let seen = world.backend.seen.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let seen = world.backend.seen();
     assert!(
         seen.iter()
             .any(|s| s.path == "/" && s.headers.get("host").is_some_and(|h| h == hostname.as_str())),

@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;
 use serde_json::{Value, json};
 
-use crate::support::{Seen, World};
+use crate::support::{Backend, Seen, World};
 
 /// The bearer token of the latest request `seen` for `host`.
 fn bearer_for(seen: &[Seen], host: &str) -> Option<String> {
@@ -72,7 +72,7 @@ async fn exchange(world: &World, (id, secret): &(String, String), subject: &str,
 
 /// Signs `person` in to the app at `hostname` in a browser of their own, and returns the access token its backend
 /// received.
-async fn sign_in(world: &World, hostname: &str, person: &str, seen: &std::sync::Mutex<Vec<Seen>>) -> String {
+async fn sign_in(world: &World, hostname: &str, person: &str, backend: &Backend) -> String {
     let browser = world
         .browser(&format!("{person}-{}", hostname.split('.').next().unwrap_or("app")))
         .await;
@@ -97,7 +97,7 @@ async fn sign_in(world: &World, hostname: &str, person: &str, seen: &std::sync::
         login.url
     );
     browser.close().await;
-    let seen = seen.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let seen = backend.seen();
     bearer_for(&seen, hostname).unwrap_or_else(|| panic!("the backend of {hostname} got {person}'s token: {seen:?}"))
 }
 
@@ -138,7 +138,7 @@ async fn a_peers_backend_exchanges_the_users_token_and_calls_the_app_through_the
 
     // Alice signs in to the portal; its backend exchanges her token for one addressed to reports (granted once
     // the operator has seen both clients) and calls reports through the gateway.
-    let token = sign_in(&world, &portal_host, "alice", &world.backend.seen).await;
+    let token = sign_in(&world, &portal_host, "alice", &world.backend).await;
     let portal = credentials(&world, &world.namespace, "portal").await;
     let exchanged = wait_until(
         "the portal allowed to exchange for reports",
@@ -171,7 +171,7 @@ async fn a_peers_backend_exchanges_the_users_token_and_calls_the_app_through_the
         }
     })
     .await;
-    let seen = world.backend.seen.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let seen = world.backend.seen();
     assert_eq!(
         bearer_for(&seen, &reports_host).as_deref(),
         Some(exchanged.as_str()),
@@ -180,14 +180,14 @@ async fn a_peers_backend_exchanges_the_users_token_and_calls_the_app_through_the
 
     // The app of another namespace: not a peer of reports, so Keycloak refuses its exchange, and the gateway
     // refuses its own token for the same person (not addressed to reports) before reports' backend.
-    let token = sign_in(&world, &outside_host, "alice", &outside_backend.seen).await;
+    let token = sign_in(&world, &outside_host, "alice", &outside_backend).await;
     let outsider = credentials(&world, &outside, "portal").await;
     let (status, body) = exchange(&world, &outsider, &token, &reports).await;
     assert!(
         (400..500).contains(&status),
         "a non-peer's exchange is refused: {status} {body}"
     );
-    let reached_before = world.backend.seen.lock().unwrap_or_else(|p| p.into_inner()).len();
+    let reached_before = world.backend.seen().len();
     let refused = call(token).await;
     // Envoy's JWT filter answers 403 for a verified token whose audience is not allowed.
     assert_eq!(
@@ -196,7 +196,7 @@ async fn a_peers_backend_exchanges_the_users_token_and_calls_the_app_through_the
         "a token not addressed to reports is refused at the gateway"
     );
     assert_eq!(
-        world.backend.seen.lock().unwrap_or_else(|p| p.into_inner()).len(),
+        world.backend.seen().len(),
         reached_before,
         "reports' backend saw nothing of it"
     );
