@@ -440,10 +440,16 @@ async fn trust(home: &Path, ca: &Path) {
     }
 }
 
-/// Waits until the browser `open`ing `url` shows a page `accept` takes; returns it. For changes the gateway
-/// applies a moment after they are accepted.
-pub async fn wait_for_page(browser: &Browser, url: &str, what: &str, accept: impl Fn(&Page) -> bool) -> Page {
-    wait_until(what, Deadline::secs(60), || async {
+/// Opens `url` in `browser` again and again until it shows a page `accept` takes, within `deadline`; returns it.
+/// For changes the gateway applies a moment after they are accepted. `what` names the wait and the pictures.
+pub async fn wait_for_page(
+    browser: &Browser,
+    url: &str,
+    what: &str,
+    deadline: Deadline,
+    accept: impl Fn(&Page) -> bool,
+) -> Page {
+    wait_until(what, deadline, || async {
         let page = browser.open(url, what).await;
         if accept(&page) {
             Ok(Some(page))

@@ -110,9 +110,13 @@ async fn in_a_browser_a_member_signs_in_a_non_member_is_refused_and_the_certific
     // The public route opens without a login (once Envoy has its configuration); a path the app does not route is
     // not found.
     let anonymous = world.browser("anonymous").await;
-    let public = wait_for_page(&anonymous, &format!("{origin}/health"), "public-route", |page| {
-        shows_backend(page, &world)
-    })
+    let public = wait_for_page(
+        &anonymous,
+        &format!("{origin}/health"),
+        "public-route",
+        Deadline::secs(60),
+        |page| shows_backend(page, &world),
+    )
     .await;
     assert_eq!(public.url, format!("{origin}/health"));
     // The certificate the browser accepted (it trusts only the test CA) is the one cert-manager issued for the

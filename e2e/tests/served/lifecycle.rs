@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use controllers::nebari_app::naming::AppNames;
-use e2e::harness::browser::{Browser, Page};
+use e2e::harness::browser::{Browser, Page, wait_for_page};
 use e2e::harness::{Deadline, wait_until};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;
@@ -16,8 +16,8 @@ use crate::support::{PUBLIC_GATEWAY, World, certificates, gateways, http_routes}
 /// How soon a change to a NebariApp's auth reaches a visitor (docs/nebari-app.md, "Served for real").
 const PROMISED: Duration = Duration::from_secs(30);
 
-/// Opens `url` in `browser` until `accept` takes the page, within [`PROMISED`] of `since`; returns the page and
-/// how long it took.
+/// Waits until `browser` shows a page of `url` that `accept` takes, within [`PROMISED`] of `since`; returns how
+/// long it took.
 async fn within_promise(
     browser: &Browser,
     url: &str,
@@ -25,23 +25,12 @@ async fn within_promise(
     since: Instant,
     accept: impl Fn(&Page) -> bool,
 ) -> Duration {
-    let left = PROMISED.saturating_sub(since.elapsed());
-    wait_until(
-        what,
-        Deadline {
-            timeout: left,
-            poll: Duration::from_millis(200),
-        },
-        || async {
-            let page = browser.open(url, what).await;
-            if accept(&page) {
-                Ok(Some(since.elapsed()))
-            } else {
-                Err(format!("{} {:?}: {}", page.url, page.status, page.text))
-            }
-        },
-    )
-    .await
+    let deadline = Deadline {
+        timeout: PROMISED.saturating_sub(since.elapsed()),
+        poll: Duration::from_millis(200),
+    };
+    wait_for_page(browser, url, what, deadline, accept).await;
+    since.elapsed()
 }
 
 #[tokio::test]
@@ -60,15 +49,7 @@ async fn in_a_browser_auth_off_lets_anyone_in_auth_on_asks_again_and_deleting_th
     let browser = world.browser("visitor").await;
     let asks_login = |page: &Page| page.url.starts_with(realm.direct_url()) && page.status == Some(200);
     let lets_in = |page: &Page| page.url == url && page.status == Some(200) && page.text.contains(&backend_text);
-    wait_until("the app asking for a login", Deadline::secs(60), || async {
-        let page = browser.open(&url, "login").await;
-        if asks_login(&page) {
-            Ok(Some(()))
-        } else {
-            Err(format!("{page:?}"))
-        }
-    })
-    .await;
+    wait_for_page(&browser, &url, "login", Deadline::secs(60), asks_login).await;
 
     // Auth off: an anonymous visitor reaches the app.
     let changed = Instant::now();
@@ -89,13 +70,8 @@ async fn in_a_browser_auth_off_lets_anyone_in_auth_on_asks_again_and_deleting_th
         .delete("docs", &Default::default())
         .await
         .expect("delete the app");
-    wait_until("the hostname to stop answering", Deadline::secs(60), || async {
-        let page = browser.open(&url, "deleted").await;
-        if page.text.contains(&backend_text) || page.url.starts_with(realm.direct_url()) {
-            Err(format!("still served: {page:?}"))
-        } else {
-            Ok(Some(()))
-        }
+    wait_for_page(&browser, &url, "deleted", Deadline::secs(60), |page| {
+        !page.text.contains(&backend_text) && !page.url.starts_with(realm.direct_url())
     })
     .await;
     browser.close().await;

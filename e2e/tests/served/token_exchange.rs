@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use controllers::nebari_app::naming::AppNames;
+use e2e::harness::browser::wait_for_page;
 use e2e::harness::keycloak::password_of;
 use e2e::harness::{Deadline, conditions, wait_until};
 use k8s_openapi::api::core::v1::Secret;
@@ -77,18 +78,9 @@ async fn sign_in(world: &World, hostname: &str, person: &str, backend: &Backend)
         .browser(&format!("{person}-{}", hostname.split('.').next().unwrap_or("app")))
         .await;
     let url = format!("https://{hostname}/");
-    let login = wait_until(
-        &format!("{hostname} asking for a login"),
-        Deadline::secs(60),
-        || async {
-            let page = browser.open(&url, "login").await;
-            if page.status == Some(200) && page.url != url {
-                Ok(Some(page))
-            } else {
-                Err(format!("{page:?}"))
-            }
-        },
-    )
+    let login = wait_for_page(&browser, &url, "login", Deadline::secs(60), |page| {
+        page.status == Some(200) && page.url != url
+    })
     .await;
     let landed = browser.log_in(person, &password_of(person), "app").await;
     assert!(
